@@ -1,0 +1,49 @@
+# The book's two commands: `make book` and `make test` (see README.md).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+JOBS ?= 2
+STAMP := $(VENV)/.installed
+
+.PHONY: book test unit notebooks site browser bench rerun clean distclean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[book,test]'
+	touch $@
+
+## make book: environment, execute every chapter (cached), render _build/html
+book: $(STAMP)
+	$(BIN)/twolayer build --jobs $(JOBS)
+
+## make test: unit tests, every notebook under nbval, the book, the browser check
+test: unit notebooks site browser
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests -m "not slow and not browser" -q
+
+notebooks: $(STAMP)
+	TWOLAYER_THREADS=1 $(BIN)/python -m pytest --nbval-lax book -q -n $(JOBS) --dist loadfile -p no:cacheprovider
+
+site: book
+	$(BIN)/python -m pytest tests -m "slow" -q
+
+browser: site
+	$(BIN)/python -m pytest tests -m "browser" -q
+
+## make bench: timings of the build (clean, no-change) and per notebook
+bench: $(STAMP)
+	$(BIN)/python benchmarks/build.py
+
+## make rerun NB=phuong2021/fig1_two_layer ARGS="-p width 200"
+rerun: $(STAMP)
+	$(BIN)/twolayer rerun $(NB) $(ARGS)
+
+clean:
+	rm -rf _build
+
+distclean: clean
+	rm -rf $(VENV)

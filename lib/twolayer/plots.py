@@ -1,0 +1,81 @@
+"""The book's one visual style and the figure helpers shared by chapters."""
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+
+from .metrics import singular_values, top_singular_directions
+
+POS, NEG, DEAD = "#d1495b", "#00798c", "#9e9e9e"
+
+
+def set_style() -> None:
+    """Seaborn whitegrid, colour-blind palette, compact figures."""
+    sns.set_theme(style="whitegrid", palette="colorblind", context="notebook",
+                  rc={"figure.dpi": 100, "savefig.dpi": 100, "figure.figsize": (6.4, 4.0),
+                      "axes.titlesize": "medium"})
+
+
+def sign_colors(a) -> np.ndarray:
+    """Colour per neuron: positive / negative output weight, grey for zero."""
+    a = np.asarray(a)
+    return np.where(a > 0, POS, np.where(a < 0, NEG, DEAD))
+
+
+def singular_value_bars(ax, W, k: int = 10, title: str = "top singular values") -> np.ndarray:
+    """Bar plot of the top ``k`` singular values of ``W``; returns them."""
+    s = singular_values(W, k)
+    sns.barplot(x=np.arange(1, len(s) + 1), y=s, ax=ax, color="#4c72b0")
+    ax.set(xlabel="index", ylabel="singular value", title=title)
+    return s
+
+
+def neuron_projection(ax, W, a, title: str = "neurons on the top-2 singular directions",
+                      refs: dict | None = None) -> None:
+    """Scatter of the rows of ``W`` projected on its top-2 right singular
+    vectors, coloured by the sign of the output weight; optional reference
+    directions (e.g. w±) drawn as arrows scaled to the largest neuron."""
+    V = top_singular_directions(W, 2)
+    P = np.asarray(W) @ V.T
+    ax.scatter(P[:, 0], P[:, 1], c=sign_colors(a), s=18, alpha=0.8, edgecolor="none")
+    scale = np.abs(P).max() if P.size else 1.0
+    for name, (vec, color) in (refs or {}).items():
+        v = V @ np.asarray(vec)
+        v = v / (np.linalg.norm(v) or 1.0) * scale
+        ax.annotate("", xy=v, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2))
+        ax.text(*(v * 1.05), name, color=color)
+    ax.axhline(0, color="k", lw=0.5)
+    ax.axvline(0, color="k", lw=0.5)
+    ax.set(xlabel="singular direction 1", ylabel="singular direction 2", title=title)
+    ax.scatter([], [], c=POS, label="$a_j>0$")
+    ax.scatter([], [], c=NEG, label="$a_j<0$")
+    ax.legend(loc="best", fontsize="small")
+
+
+def cosine_histogram(ax, cos, threshold: float | None = 0.9, bins: int = 30,
+                     title: str = "cosine to the predicted direction") -> None:
+    """Histogram of cosines in [-1, 1] with the claim threshold marked."""
+    sns.histplot(np.asarray(cos), bins=bins, binrange=(-1, 1), ax=ax, color="#55a868")
+    if threshold is not None:
+        ax.axvline(threshold, color="k", ls="--", lw=1, label=f"threshold {threshold}")
+        ax.legend(fontsize="small")
+    ax.set(xlabel="cosine", ylabel="neurons", title=title)
+
+
+def inner_product_histograms(ax, R, y, title: str, max_pairs: int = 20000, seed: int = 0,
+                             names: tuple[str, str] = ("+1", "-1")) -> None:
+    """Distributions of ``r_i·r_j`` for pairs (+,+), (−,−), (+,−) (Phuong Fig 3)."""
+    R, y = np.asarray(R), np.asarray(y)
+    rng = np.random.default_rng(seed)
+    i = rng.integers(0, len(y), max_pairs)
+    j = rng.integers(0, len(y), max_pairs)
+    keep = i != j
+    i, j = i[keep], j[keep]
+    ip = np.einsum("ij,ij->i", R[i], R[j])
+    kind = np.where(y[i] != y[j], "different classes",
+                    np.where(y[i] > 0, f"both {names[0]}", f"both {names[1]}"))
+    sns.histplot(x=ip, hue=kind, ax=ax, element="step", stat="density", common_norm=False,
+                 bins=40, hue_order=["different classes", f"both {names[0]}", f"both {names[1]}"])
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set(title=title, xlabel="inner product", ylabel="density")

@@ -1,0 +1,1 @@
+"""One module per paper (its definitions and checks) plus shared :mod:`margins`."""

@@ -1,0 +1,126 @@
+"""Hard-margin SVMs (cvxpy) and KKT checks for the margin problem of two-layer nets.
+
+Shared by the chapters: Phuong's w± are one-class hard-margin SVMs, Sarussi's
+PAR limit is an SVM on a feature map, Lyu's w* is the max-margin separator.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+from scipy.optimize import nnls
+
+from ..validation import as_matrix, as_vector, as_xy
+
+
+class NotSeparableError(ValueError):
+    """The hard-margin problem is infeasible: no ``w`` with ``y_i⟨w, x_i⟩ ≥ 1`` for all i."""
+
+
+@dataclass(frozen=True)
+class SVMSolution:
+    """Solution of ``min ‖w‖² s.t. y_i⟨w, x_i⟩ ≥ 1``: the weights, the dual
+    variables ``α_i ≥ 0`` (``w = Σ α_i y_i x_i``) and the support mask."""
+
+    w: np.ndarray
+    duals: np.ndarray
+    support: np.ndarray
+
+    @property
+    def margin(self) -> float:
+        """Geometric margin ``1/‖w‖``."""
+        return float(1.0 / np.linalg.norm(self.w))
+
+
+def svm(X, y, tol: float = 1e-6) -> SVMSolution:
+    """Hard-margin linear SVM without bias, solved with cvxpy (Clarabel).
+
+    Support examples are the constraints that are tight to ``tol`` (relative).
+    Raises :class:`NotSeparableError` if the data are not linearly separable
+    through the origin.
+    """
+    X, y = as_xy(X, y)
+    Z = y[:, None] * X
+    w = cp.Variable(X.shape[1])
+    cons = [Z @ w >= 1]
+    prob = cp.Problem(cp.Minimize(cp.sum_squares(w)), cons)
+    try:
+        prob.solve(solver=cp.CLARABEL)
+    except cp.SolverError as exc:
+        raise NotSeparableError(f"SVM solver failed on {X.shape[0]} points: {exc}") from exc
+    if prob.status in (cp.INFEASIBLE, cp.INFEASIBLE_INACCURATE) or w.value is None:
+        raise NotSeparableError(
+            f"data are not linearly separable through the origin: no w with y_i<w, x_i> >= 1 "
+            f"for all {X.shape[0]} points (solver status {prob.status})")
+    wv = np.asarray(w.value, dtype=float)
+    duals = np.maximum(np.asarray(cons[0].dual_value, dtype=float) * 0.5, 0.0)
+    support = Z @ wv <= 1 + tol * max(1.0, float(np.abs(Z @ wv).max()))
+    return SVMSolution(wv, duals, support)
+
+
+def max_margin(X, y) -> np.ndarray:
+    """``w`` solving ``min ‖w‖² s.t. y_i⟨w, x_i⟩ ≥ 1`` (no bias).
+
+    Raises
+    ------
+    NotSeparableError
+        If the data are not linearly separable through the origin.
+    ValueError
+        On malformed input (shapes, labels not in {±1}, empty data).
+    """
+    return svm(X, y).w
+
+
+@dataclass(frozen=True)
+class KKTReport:
+    """KKT check of a two-layer net for ``min ½‖θ‖² s.t. y_i f_θ(x_i) ≥ 1``
+    (Lyu & Li 2020; Phuong Lemma C.1). The net is first rescaled so that its
+    smallest margin is 1 (possible since f is 2-homogeneous)."""
+
+    stationarity: float       # ‖θ − Σ λ_i ∇q_i‖ / ‖θ‖ at the best λ ≥ 0
+    lambdas: np.ndarray       # multipliers (0 off the tight set)
+    tight: np.ndarray         # constraints with q_i ≤ 1 + tol
+    min_margin_before: float  # min_i q_i before rescaling
+
+    @property
+    def complementary_slackness(self) -> float:
+        """``max_i λ_i (q_i − 1)``: 0 by construction (λ lives on the tight set)."""
+        return 0.0
+
+
+def _margin_gradients(W, a, X, y, alpha):
+    """Rows: ``∇_θ q_i`` for ``θ = (W, a)`` flattened, for every example."""
+    Z = X @ W.T                                    # (n, m)
+    act = np.where(Z > 0, Z, alpha * Z)            # φ(w_j·x_i)
+    slope = np.where(Z > 0, 1.0, alpha)            # φ'(w_j·x_i), φ'(0) := α
+    gW = (y[:, None] * slope * a[None, :])[:, :, None] * X[:, None, :]   # (n, m, d)
+    ga = y[:, None] * act                           # (n, m)
+    return np.concatenate([gW.reshape(len(X), -1), ga], axis=1)
+
+
+def kkt_two_layer(W, a, X, y, alpha: float = 0.0, tight_tol: float = 1e-3) -> KKTReport:
+    """How far ``(W, a)`` is from a KKT point of the margin problem.
+
+    Rescales θ so that ``min_i y_i f(x_i) = 1``, takes the constraints within
+    ``tight_tol`` of 1 as tight, and finds multipliers ``λ ≥ 0`` on them by
+    non-negative least squares for ``θ = Σ λ_i ∇_θ q_i``. Returns the relative
+    stationarity residual (0 at an exact KKT point).
+    """
+    X, y = as_xy(X, y)
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a", W.shape[0])
+    q = y * (np.where(X @ W.T > 0, X @ W.T, alpha * (X @ W.T)) @ a)
+    qmin = float(q.min())
+    if qmin <= 0:
+        raise ValueError(f"the network does not classify every point correctly (min margin {qmin:.3g})")
+    c = 1.0 / np.sqrt(qmin)
+    Ws, as_ = W * c, a * c
+    qs = q / qmin
+    tight = qs <= 1 + tight_tol
+    theta = np.concatenate([Ws.ravel(), as_])
+    G = _margin_gradients(Ws, as_, X[tight], y[tight], alpha)
+    lam_t, resid = nnls(G.T, theta)
+    lam = np.zeros(len(y))
+    lam[tight] = lam_t
+    return KKTReport(float(resid / np.linalg.norm(theta)), lam, tight, qmin)
