@@ -101,3 +101,16 @@ def gram_sign_violations(R, y) -> float:
     iu = np.triu_indices(len(y), k=1)
     bad = np.where(same, G <= 0, G > 0)[iu]
     return float(bad.mean()) if bad.size else 0.0
+
+
+def class_separation(R, y) -> float:
+    """Mean cosine of same-class pairs minus mean cosine of different-class
+    pairs of representation rows ``R`` (Phuong App. D, Fig 3: grows with depth)."""
+    R = as_matrix(R, "R")
+    y = np.asarray(to_numpy(y), float)
+    norms = np.linalg.norm(R, axis=1)
+    U = R / np.where(norms > 0, norms, 1.0)[:, None]
+    C = U @ U.T
+    same = np.equal.outer(y, y)
+    off = ~np.eye(len(y), dtype=bool)
+    return float(C[same & off].mean() - C[~same].mean())

@@ -32,7 +32,7 @@ def singular_value_bars(ax, W, k: int = 10, title: str = "top singular values") 
 
 
 def neuron_projection(ax, W, a, title: str = "neurons on the top-2 singular directions",
-                      refs: dict | None = None) -> None:
+                      refs: dict | None = None, labels: tuple[str, str] = ("$a_j>0$", "$a_j<0$")) -> None:
     """Scatter of the rows of ``W`` projected on its top-2 right singular
     vectors, coloured by the sign of the output weight; optional reference
     directions (e.g. w±) drawn as arrows scaled to the largest neuron."""
@@ -48,8 +48,8 @@ def neuron_projection(ax, W, a, title: str = "neurons on the top-2 singular dire
     ax.axhline(0, color="k", lw=0.5)
     ax.axvline(0, color="k", lw=0.5)
     ax.set(xlabel="singular direction 1", ylabel="singular direction 2", title=title)
-    ax.scatter([], [], c=POS, label="$a_j>0$")
-    ax.scatter([], [], c=NEG, label="$a_j<0$")
+    ax.scatter([], [], c=POS, label=labels[0])
+    ax.scatter([], [], c=NEG, label=labels[1])
     ax.legend(loc="best", fontsize="small")
 
 
