@@ -26,10 +26,13 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,9 +88,71 @@ def notebook_ids(paths: Paths) -> list[str]:
                   if ".ipynb_checkpoints" not in p.parts)
 
 
-def resolve(paths: Paths, nb: str) -> Path:
-    """``chapter/name`` (with or without ``.ipynb`` / ``book/``) to the source path."""
+VARIANTS_FILE = "variants.yml"
+VARIANT_SEP = "__"
+
+
+def variants(paths: Paths) -> dict[str, tuple[str, dict]]:
+    """Declared variants: page id ``chapter/name__variant`` -> (notebook id, parameters).
+
+    Any chapter may hold a ``book/<chapter>/variants.yml``: a list of entries
+    ``{notebook: chapter/name, variant: label, parameters: {...}}``. Each one is
+    executed like ``twolayer rerun chapter/name -p ...`` (cached on its parameters)
+    and staged as its own page ``book/chapter/name__label.ipynb`` for ``_toc.yml``.
+    """
+    import yaml
+
+    out: dict[str, tuple[str, dict]] = {}
+    for spec in sorted(paths.book.rglob(VARIANTS_FILE)):
+        entries = yaml.safe_load(spec.read_text()) or []
+        if not isinstance(entries, list):
+            raise ValueError(f"{spec}: expected a list of {{notebook, variant, parameters}} entries")
+        for e in entries:
+            if not isinstance(e, dict) or set(e) - {"notebook", "variant", "parameters"} \
+                    or not {"notebook", "variant"} <= set(e):
+                raise ValueError(f"{spec}: bad entry {e!r}; keys are notebook, variant, parameters")
+            nb, label = str(e["notebook"]).removesuffix(".ipynb").removeprefix("book/"), str(e["variant"])
+            if not re.fullmatch(r"[A-Za-z0-9_-]+", label) or VARIANT_SEP in label:
+                raise ValueError(f"{spec}: variant {label!r} must be letters, digits, '_' or '-' (no '__')")
+            if not (paths.book / f"{nb}.ipynb").exists():
+                raise ValueError(f"{spec}: variant {label!r} of unknown notebook {nb!r}")
+            params = e.get("parameters") or {}
+            if not isinstance(params, dict):
+                raise ValueError(f"{spec}: parameters of {label!r} must be a mapping")
+            page = f"{nb}{VARIANT_SEP}{label}"
+            if page in out:
+                raise ValueError(f"{spec}: variant {page!r} declared twice")
+            out[page] = (nb, params)
+    return out
+
+
+def book_pages(paths: Paths) -> list[str]:
+    """Every executed page of the book: the notebooks and their declared variants."""
+    return sorted(notebook_ids(paths) + list(variants(paths)))
+
+
+def page_id(paths: Paths, nb: str) -> str:
+    """Normalise a command-line name to a page id (a notebook or a declared variant)."""
     ident = nb.removesuffix(".ipynb").removeprefix("book/")
+    if VARIANT_SEP in Path(ident).name and ident in variants(paths):
+        return ident
+    return str(resolve(paths, ident).relative_to(paths.book).with_suffix(""))
+
+
+def page_parameters(paths: Paths, nb: str) -> dict:
+    """The parameters a page is executed with by default (a variant's declared ones, else none)."""
+    v = variants(paths).get(nb) if VARIANT_SEP in Path(nb).name else None
+    return dict(v[1]) if v else {}
+
+
+def resolve(paths: Paths, nb: str) -> Path:
+    """``chapter/name`` (with or without ``.ipynb`` / ``book/``) to the source path;
+    a variant ``chapter/name__label`` resolves to its notebook's source."""
+    ident = nb.removesuffix(".ipynb").removeprefix("book/")
+    if VARIANT_SEP in Path(ident).name and not (paths.book / f"{ident}.ipynb").exists():
+        v = variants(paths).get(ident)
+        if v is not None:
+            ident = v[0]
     path = paths.book / f"{ident}.ipynb"
     if not path.exists():
         raise SystemExit(f"unknown notebook {nb!r}; the book's notebooks are:\n  "
@@ -159,19 +224,159 @@ def _versions() -> dict:
     return out
 
 
+def _effective_parameters(src: Path, params: dict) -> dict[str, str]:
+    """The values a run used: the parameters cell's defaults (as written there)
+    overridden by ``params`` (as Python literals)."""
+    import papermill as pm
+
+    declared = {name: str(p["default"]) for name, p in pm.inspect_notebook(str(src)).items()}
+    return {**declared, **{name: repr(value) for name, value in params.items()}}
+
+
+def _seeds(effective: dict[str, str]) -> dict[str, str]:
+    """The seed parameters of a run (any parameter whose name contains ``seed``)."""
+    return {k: v for k, v in effective.items() if "seed" in k.lower()}
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell (one line, pipes escaped)."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
 def _run_record_cell(meta: dict):
     import nbformat
 
-    params = meta["parameters"] or "defaults of the parameters cell"
+    effective = meta.get("effective_parameters", {})
+    seeds = meta.get("seeds", {})
+    seed_text = (", ".join(f"`{k} = {v}`" for k, v in seeds.items()) if seeds
+                 else "none (the notebook declares no seed parameter)")
+    changed = ", ".join(f"`{k}`" for k in meta["parameters"]) or "none: the defaults of the parameters cell"
+    table = ["| parameter | value |", "|---|---|"] + [f"| `{k}` | `{_cell(v)}` |" for k, v in effective.items()]
     vers = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
-    text = (f"## Run record\n\nExecuted by `twolayer` on {meta['finished']} in "
-            f"{meta['seconds']:.1f} s ({meta['threads']} torch thread(s), {meta['machine']}).\n\n"
-            f"- parameters: `{json.dumps(params) if isinstance(params, dict) else params}`\n"
-            f"- versions: {vers}\n- cache key: `{meta['key']}` (notebook, `lib/`, data, parameters)\n"
-            f"- data: {meta['data']}\n")
+    text = "\n".join([
+        "## Run record", "",
+        f"Executed by `twolayer` on {meta['finished']}; wall time **{meta['seconds']:.1f} s** "
+        f"({meta['threads']} torch thread(s), {meta['machine']}).", "",
+        f"- seed: {seed_text}",
+        f"- parameters changed from the defaults: {changed}",
+        f"- versions: {vers}",
+        f"- data: {meta['data']}",
+        f"- cache key: `{meta['key']}` (notebook, `lib/`, data, parameters)", "",
+        *(table if effective else ["(the notebook has no parameters cell)"]), ""])
     cell = nbformat.v4.new_markdown_cell(text)
     cell.metadata["tags"] = ["run-record"]
     return cell
+
+
+# ------------------------------------------------------- temporary run folders
+# A run works in ``_build/cache/.tmp-<key>-<pid>-<random>``, named after the
+# process that owns it, and is renamed to ``_build/cache/<key>`` only when
+# complete. A folder whose owner is gone was abandoned (a killed build): the
+# next run removes it, and stops any kernel it left running.
+TMP_PREFIX = ".tmp-"
+KERNEL_START_ATTEMPTS = 3
+_KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
+
+
+def _tmp_dir(cache: Path, key: str) -> Path:
+    cache.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{key}-{os.getpid()}-", dir=cache))
+
+
+def _tmp_owner(path: Path) -> int | None:
+    """The pid in a temporary run folder's name (None for another naming)."""
+    m = re.fullmatch(r"\.tmp-[0-9a-f]+-(\d+)-.+", path.name)
+    return int(m.group(1)) if m else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie (exited, not yet reaped) is not alive
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _abandoned(path: Path) -> bool:
+    owner = _tmp_owner(path)
+    return owner is None or not _alive(owner)
+
+
+def _kill_orphan_kernels(paths: Paths) -> int:
+    """Stop kernels still running for an abandoned temporary run folder of this
+    book (found by the claims path the pipeline gives each kernel). Returns how many."""
+    try:
+        import psutil
+    except ImportError:
+        return 0
+    prefix, killed = str(paths.cache / TMP_PREFIX), 0
+    for proc in psutil.process_iter():
+        try:
+            out = proc.environ().get(claims_mod.CLAIMS_ENV, "")
+        except (psutil.Error, OSError):
+            continue
+        if out.startswith(prefix) and _abandoned(Path(out).parent):
+            try:
+                proc.kill()
+                killed += 1
+            except psutil.Error:
+                pass
+    return killed
+
+
+def clean_abandoned(paths: Paths) -> list[Path]:
+    """Remove the temporary run folders of runs that were killed (and their
+    kernels); a concurrent build's live folders are left alone."""
+    if not paths.cache.is_dir():
+        return []
+    _kill_orphan_kernels(paths)
+    removed = []
+    for tmp in paths.cache.glob(f"{TMP_PREFIX}*"):
+        if tmp.is_dir() and _abandoned(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+            removed.append(tmp)
+    return removed
+
+
+class Interrupted(KeyboardInterrupt):
+    """The build was stopped by a signal (SIGINT, SIGTERM)."""
+
+    def __init__(self, signum: int = signal.SIGINT) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = int(signum)
+
+
+def _raise_interrupted(signum, frame) -> None:
+    raise Interrupted(signum)
+
+
+_RUNNING = False  # in a worker: is a notebook being executed?
+
+
+def _worker_terminated(signum, frame) -> None:
+    if _RUNNING:
+        raise Interrupted(signum)
+    os._exit(128 + signum)  # idle: nothing to clean up
+
+
+def _worker_signals() -> None:
+    """In a worker: SIGTERM (what the parent sends on an interrupt) unwinds the
+    run, so that its temporary folder is removed (papermill's kernel client
+    handles it itself, shutting the kernel down, while a cell runs); an idle
+    worker just exits."""
+    signal.signal(signal.SIGTERM, _worker_terminated)
+
+
+def _kernel_start_failed(exc: BaseException) -> bool:
+    """A kernel that died while starting (e.g. a port taken by a kernel started
+    at the same moment by another worker): no cell ran, so the run is retried."""
+    return isinstance(exc, RuntimeError) and any(m in str(exc) for m in _KERNEL_START_FAILURES)
 
 
 def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress: bool) -> dict:
@@ -180,40 +385,60 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
     import nbformat
     import papermill as pm
 
+    global _RUNNING
+    _worker_signals()
     paths = Paths(Path(root))
     src = resolve(paths, nb)
-    paths.cache.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key}-", dir=paths.cache))
-    os.environ.update({claims_mod.CLAIMS_ENV: str(tmp / "claims.json"), "TWOLAYER_THREADS": str(threads),
-                       "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-                       "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-                       "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
     start = time.perf_counter()
+    tmp: Path | None = None
+    _RUNNING = True
     try:
-        pm.execute_notebook(str(src), str(tmp / "notebook.ipynb"), parameters=params, cwd=str(src.parent),
-                            kernel_name="python3", progress_bar=progress, log_output=False)
+        for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+            tmp = _tmp_dir(paths.cache, key)
+            os.environ.update({claims_mod.CLAIMS_ENV: str(tmp / "claims.json"), "TWOLAYER_THREADS": str(threads),
+                               "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+                               "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+                               "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+            try:
+                pm.execute_notebook(str(src), str(tmp / "notebook.ipynb"), parameters=params,
+                                    cwd=str(src.parent), kernel_name="python3", progress_bar=progress,
+                                    log_output=False)
+                break
+            except Exception as exc:
+                if attempt < KERNEL_START_ATTEMPTS and _kernel_start_failed(exc):
+                    print(f"  {nb}: {exc}; starting a new kernel (attempt {attempt + 1})", flush=True)
+                    shutil.rmtree(tmp, ignore_errors=True)
+                    continue
+                raise
+        seconds = time.perf_counter() - start
+        effective = _effective_parameters(src, params)
+        meta = dict(notebook=nb, key=key, parameters=params, effective_parameters=effective,
+                    seeds=_seeds(effective), seconds=seconds, threads=threads,
+                    versions=_versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores",
+                    finished=time.strftime("%Y-%m-%d %H:%M:%S"), data=_data_description())
+        out = nbformat.read(tmp / "notebook.ipynb", as_version=4)
+        out.cells.append(_run_record_cell(meta))
+        nbformat.write(out, tmp / "notebook.ipynb")
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+        final = paths.cache / key
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+        claims = json.loads((final / "claims.json").read_text())["claims"] if (final / "claims.json").exists() else []
+        return dict(ok=True, seconds=seconds, error="", claims=claims)
     except BaseException as exc:  # report, keep the failed notebook for inspection, cache nothing
         failed = paths.build / "failed" / f"{nb}.ipynb"
-        failed.parent.mkdir(parents=True, exist_ok=True)
-        if (tmp / "notebook.ipynb").exists():
+        claims = []
+        if tmp is not None and (tmp / "notebook.ipynb").exists():
+            failed.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(tmp / "notebook.ipynb", failed)
-        claims = json.loads((tmp / "claims.json").read_text())["claims"] if (tmp / "claims.json").exists() else []
-        shutil.rmtree(tmp, ignore_errors=True)
+        if tmp is not None and (tmp / "claims.json").exists():
+            claims = json.loads((tmp / "claims.json").read_text())["claims"]
         return dict(ok=False, seconds=time.perf_counter() - start, error=_describe(exc, failed), claims=claims)
-    seconds = time.perf_counter() - start
-    meta = dict(notebook=nb, key=key, parameters=params, seconds=seconds, threads=threads,
-                versions=_versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores",
-                finished=time.strftime("%Y-%m-%d %H:%M:%S"), data=_data_description())
-    out = nbformat.read(tmp / "notebook.ipynb", as_version=4)
-    out.cells.append(_run_record_cell(meta))
-    nbformat.write(out, tmp / "notebook.ipynb")
-    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-    final = paths.cache / key
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
-    claims = json.loads((final / "claims.json").read_text())["claims"] if (final / "claims.json").exists() else []
-    return dict(ok=True, seconds=seconds, error="", claims=claims)
+    finally:
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        _RUNNING = False
 
 
 def _data_description() -> str:
@@ -240,8 +465,12 @@ def execute_all(paths: Paths, nbs: list[str], jobs: int = 2, params: dict | None
     params = params or {}
     lib_hash = lib_fingerprint(paths)
     results, todo = {}, []
+    run_params = {nb: {**page_parameters(paths, nb), **params} for nb in nbs}
+    for nb in nbs:  # a variant's declared parameters must exist in its notebook
+        if page_parameters(paths, nb):
+            check_parameters(paths, nb, run_params[nb])
     for nb in nbs:
-        key = cache_key(paths, nb, params, lib_hash)
+        key = cache_key(paths, nb, run_params[nb], lib_hash)
         entry = paths.cache / key
         if not force and (entry / "meta.json").exists():
             claims = json.loads((entry / "claims.json").read_text())["claims"] if (entry / "claims.json").exists() else []
@@ -253,19 +482,56 @@ def execute_all(paths: Paths, nbs: list[str], jobs: int = 2, params: dict | None
     if todo:
         print(f"executing {len(todo)} notebook(s) ({len(nbs) - len(todo)} cached), "
               f"{jobs} at a time, {threads} torch thread(s) each", flush=True)
+    clean_abandoned(paths)
+    if not todo:
+        return [results[nb] for nb in nbs]
     # Longest-running first keeps both cores busy to the end.
     todo.sort(key=lambda t: -_last_seconds(paths, t[0]))
-    with cf.ProcessPoolExecutor(max_workers=jobs) as pool:
-        futs = {pool.submit(_execute, str(paths.root), nb, params, key, threads, progress): (nb, key)
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_worker_signals)
+    futs: dict = {}
+    try:
+        futs = {pool.submit(_execute, str(paths.root), nb, run_params[nb], key, threads, progress): (nb, key)
                 for nb, key in todo}
         for fut in cf.as_completed(futs):
             nb, key = futs[fut]
-            r = fut.result()
+            try:
+                r = fut.result()
+            except Exception as exc:  # the worker process itself died (e.g. killed for memory)
+                r = dict(ok=False, seconds=0.0, error=f"the worker process running it died: {exc!r}", claims=[])
             res = RunResult(nb, key, r["ok"], False, r["seconds"], paths.cache / key if r["ok"] else None,
                             r["error"], r["claims"])
             results[nb] = res
             print(f"  {'ok    ' if res.ok else 'FAILED'} {nb}  {res.seconds:6.1f} s", flush=True)
+    except BaseException:
+        unfinished = [nb for nb, _ in futs.values() if nb not in results] or [nb for nb, _ in todo]
+        _stop_pool(pool)
+        clean_abandoned(paths)
+        print(f"interrupted: {len(unfinished)} notebook(s) not finished and not cached: "
+              f"{', '.join(unfinished)}", file=sys.stderr, flush=True)
+        raise
+    pool.shutdown(wait=True)
+    clean_abandoned(paths)
     return [results[nb] for nb in nbs]
+
+
+def _stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 5.0) -> None:
+    """Stop the workers of an interrupted build: SIGTERM (each shuts its kernel
+    down and removes its temporary folder), then SIGKILL after ``grace`` s
+    (:func:`clean_abandoned` then stops what a killed worker left behind)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        if proc.is_alive():
+            try:
+                os.kill(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + grace
+    for proc in procs:
+        proc.join(max(0.0, deadline - time.monotonic()))
+        if proc.is_alive():
+            proc.kill()
+            proc.join(5)
 
 
 def _last_seconds(paths: Paths, nb: str) -> float:
@@ -293,49 +559,89 @@ def publish(paths: Paths, results: list[RunResult]) -> None:
 
 
 def claims_markdown(paths: Paths) -> str:
-    """The ledger: a summary line and one table of every claim, linking to its notebook."""
+    """The ledger: a summary (overall and per notebook), then each notebook's
+    claims in a table under a link to the notebook."""
     rows = claims_mod.load_all(paths.executed)
-    held = sum(r["holds"] for r in rows)
-    documented = sum(r.get("verdict") == "deviates (documented)" for r in rows)
-    out = [f"**{len(rows)} claims: {held} hold, {documented} documented deviation(s) from a paper's claim, "
-           f"{len(rows) - held - documented} fail.**", "",
-           "| claim | statement | measured | threshold | verdict | notebook |",
-           "|---|---|---|---|---|---|"]
+    by_nb: dict[str, list[dict]] = {}
     for r in rows:
-        stmt = r["statement"].replace("|", "\\|")
-        out.append(f"| `{r['id']}` | {stmt} | {r['measured']:.4g} | {r['relation']} {r['threshold']:.4g} | "
-                   f"{_verdict_badge(r)} | {{doc}}`{r['notebook']}` |")
+        by_nb.setdefault(r["notebook"], []).append(r)
+
+    def counts(rs: list[dict]) -> tuple[int, int, int]:
+        held = sum(bool(r["holds"]) for r in rs)
+        documented = sum(r.get("verdict") == "deviates (documented)" for r in rs)
+        return held, documented, len(rs) - held - documented
+
+    held, documented, failed = counts(rows)
+    out = [f"**{len(rows)} claims: {held} hold, {documented} documented deviation(s) from a paper's claim, "
+           f"{failed} fail.**", "",
+           "| notebook | claims | hold | documented deviations | fail |", "|---|---|---|---|---|"]
+    for nb, rs in by_nb.items():
+        h, d, f = counts(rs)
+        out.append(f"| {{doc}}`{nb}` | {len(rs)} | {h} | {d} | {f} |")
+    for nb, rs in by_nb.items():
+        out += ["", f"## {{doc}}`{nb}`", "",
+                "| claim | statement | measured | threshold | verdict |", "|---|---|---|---|---|"]
+        for r in rs:
+            stmt = r["statement"].replace("|", "\\|")
+            out.append(f"| `{r['id']}` | {stmt} | {r['measured']:.4g} | {r['relation']} {r['threshold']:.4g} | "
+                       f"{_verdict_badge(r)} |")
     return "\n".join(out)
 
 
 def _verdict_badge(row: dict) -> str:
+    # ✓ ⚠ ✗ are in common text fonts (unlike emoji, which need an emoji font)
     if row["holds"]:
-        return "✅ holds"
+        return "✓ holds"
     if row.get("verdict") == "deviates (documented)":
-        return f"⚠️ deviates (documented): {row['deviation']}"
-    return "❌ FAILS"
+        return f"⚠ deviates (documented): {row['deviation']}"
+    return "✗ **FAILS**"
 
 
 def parameters_markdown(paths: Paths) -> str:
     """Every notebook's parameters, read from its parameters cell."""
     out = []
     for nb in notebook_ids(paths):
-        out += [f"### {{doc}}`{nb}`", "", "```bash", f"twolayer rerun {nb} -p NAME VALUE ...", "```", "",
+        out += [f"### {{doc}}`{nb}`", "",
+                f"{{download}}`Download {Path(nb).name}.ipynb </book/{nb}.ipynb>` (executed, with its run record)",
+                "", "```bash", f"twolayer rerun {nb} -p NAME VALUE ...", "```", "",
                 "| parameter | default | type | meaning |", "|---|---|---|---|"]
         for name, p in parameters(paths, nb).items():
-            out.append(f"| `{name}` | `{p['default']}` | {p['inferred_type_name']} | {p['help'] or ''} |")
+            help_text = (p["help"] or "").replace("|", "\\|")
+            out.append(f"| `{name}` | `{p['default']}` | {_type_name(p)} | {help_text} |")
         out.append("")
     return "\n".join(out)
+
+
+def _type_name(param: dict) -> str:
+    """The declared type of a parameter, else the type of its default value."""
+    declared = param.get("inferred_type_name")
+    if declared and declared != "None":
+        return str(declared)
+    try:
+        return type(ast.literal_eval(str(param["default"]))).__name__
+    except (ValueError, SyntaxError):
+        return "expression"
 
 
 def stage(paths: Paths) -> None:
     """Assemble the book source with executed notebooks in ``_build/src``."""
     staged = paths.staged
     tmp = Path(tempfile.mkdtemp(prefix=".src-", dir=paths.build))
+    try:
+        _stage_into(paths, tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if staged.exists():
+        shutil.rmtree(staged)
+    os.replace(tmp, staged)
+
+
+def _stage_into(paths: Paths, tmp: Path) -> None:
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(paths.root / name, tmp / name)
     shutil.copytree(paths.book, tmp / "book", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb"))
-    for nb in notebook_ids(paths):
+    for nb in book_pages(paths):
         src = paths.executed / f"{nb}.ipynb"
         if not src.exists():
             raise RuntimeError(f"{nb} has not been executed")
@@ -346,9 +652,6 @@ def stage(paths: Paths) -> None:
             if marker in text:
                 text = text.replace(marker, globals()[fn](paths))
         md.write_text(text)
-    if staged.exists():
-        shutil.rmtree(staged)
-    os.replace(tmp, staged)
 
 
 def render(paths: Paths) -> int:
@@ -377,8 +680,7 @@ def print_claims(claims: list[dict]) -> None:
 # ------------------------------------------------------------------ commands
 
 def cmd_execute(args, paths: Paths) -> int:
-    nbs = [str(resolve(paths, n).relative_to(paths.book).with_suffix("")) for n in args.notebooks] \
-        if args.notebooks else notebook_ids(paths)
+    nbs = [page_id(paths, n) for n in args.notebooks] if args.notebooks else book_pages(paths)
     start = time.perf_counter()
     results = execute_all(paths, nbs, jobs=args.jobs, force=args.force)
     publish(paths, results)
@@ -403,7 +705,7 @@ def _parse_value(text: str):
 
 
 def cmd_rerun(args, paths: Paths) -> int:
-    nb = str(resolve(paths, args.notebook).relative_to(paths.book).with_suffix(""))
+    nb = page_id(paths, args.notebook)
     params = {name: _parse_value(value) for name, value in (args.param or [])}
     check_parameters(paths, nb, params)
     result = execute_all(paths, [nb], jobs=1, params=params, force=args.force, progress=True)[0]
@@ -452,7 +754,17 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("claims", help="print the claims ledger of the last build")
     p.set_defaults(fn=cmd_claims)
     args = parser.parse_args(argv)
-    return args.fn(args, Paths(project_root()))
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_interrupted) if main_thread else None
+    try:
+        return args.fn(args, Paths(project_root()))
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"twolayer: {str(exc) or 'interrupted'}; nothing partial was cached", file=sys.stderr)
+        return 128 + int(signum)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""Sphinx tweaks that keep the book's site clean in a browser.
+
+Loaded through ``_config.yml`` (``sphinx.local_extensions``). Rendering only:
+nothing here changes a computed number, so it lives outside ``lib/`` (whose
+hash is part of every notebook's cache key).
+
+- Sphinx 7.4 adds an inline script registered after the builder started
+  (``sphinx-thebe``'s configuration) twice; the second copy redeclares a
+  ``const`` and is a console error on every page. Identical scripts are
+  emitted once.
+- ``static/booksite.css``: long identifiers in tables (claim ids) wrap, so
+  the ledger's verdict column stays on screen.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def _script_key(js) -> tuple:
+    attributes = getattr(js, "attributes", {}) or {}
+    return (str(getattr(js, "filename", js) or ""), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+
+
+def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
+    """Drop repeated ``<script>`` entries (same source, same attributes/body)."""
+    files = context.get("script_files")
+    if not files:
+        return
+    seen, kept = set(), []
+    for js in files:
+        key = _script_key(js)
+        if key not in seen:
+            seen.add(key)
+            kept.append(js)
+    context["script_files"] = kept
+
+
+def add_static(app) -> None:
+    app.config.html_static_path.append(str(Path(__file__).parent / "static"))
+
+
+def setup(app):
+    app.connect("builder-inited", add_static)
+    app.add_css_file("booksite.css")
+    app.connect("html-page-context", dedupe_scripts, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

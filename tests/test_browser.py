@@ -1,0 +1,315 @@
+"""The rendered book in a real browser (``make browser``, after ``make book``).
+
+Debian's ``chromium`` + ``chromium-driver`` (installed by ``.ci/run``), headless,
+driven by selenium against ``_build/html`` served on localhost. Every page is
+visited once; the tests below then check, for every page: no console error,
+no asset fetched from outside localhost, every image loaded, the math typeset
+by MathJax (no raw TeX left), every internal link and anchor resolving; and
+for the chapters: the claims table, the run record, the notebook download.
+A full-page screenshot of each page under ``book/`` lands in
+``_build/screenshots/``.
+
+The tests skip (with the reason) only when chromium or its driver is not
+installed; a missing site is a failure.
+"""
+from __future__ import annotations
+
+import base64
+import functools
+import http.server
+import json
+import re
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from twolayer import claims as claims_mod
+from twolayer import pipeline
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+CHROME_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               "--disable-dev-shm-usage", "--window-size=1280,900")
+PAGE_TIMEOUT = 60  # seconds for a page, its images and MathJax
+
+# Raw TeX left in the text of a page (code blocks and typeset math removed):
+# delimiters MathJax should have consumed, or $...$ holding a TeX command.
+RAW_MATH = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\$[^$\n]*\\[a-zA-Z]+[^$\n]*\$")
+
+JS_WAIT_ASSETS = """
+const done = arguments[arguments.length - 1];
+const imgs = [...document.images];
+imgs.forEach(i => { i.loading = 'eager'; });
+const loaded = Promise.all(imgs.map(i => i.complete ? null :
+    new Promise(r => { i.addEventListener('load', r); i.addEventListener('error', r); })));
+const mj = (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : null;
+Promise.all([loaded, mj]).then(() => done('ok'), e => done('MathJax failed: ' + e));
+"""
+
+JS_COLLECT = """
+const main = document.querySelector('main') || document.body;
+const clone = main.cloneNode(true);
+clone.querySelectorAll('pre, code, script, style, textarea, mjx-container, .highlight')
+     .forEach(e => e.remove());
+return {
+  title: document.title,
+  mathjax: !!(window.MathJax && window.MathJax.startup),
+  images: [...document.images].map(i => [i.getAttribute('src'), i.naturalWidth, i.complete]),
+  math_nodes: document.querySelectorAll('span.math, div.math').length,
+  typeset: document.querySelectorAll('mjx-container').length,
+  math_errors: [...document.querySelectorAll('mjx-merror, [data-mjx-error]')]
+               .map(e => e.getAttribute('data-mjx-error') || e.textContent),
+  text: clone.textContent,
+  main_text: main.innerText,
+  links: [...document.querySelectorAll('a[href]')].map(a => a.href),
+  resources: performance.getEntriesByType('resource').map(e => e.name),
+  tables: [...main.querySelectorAll('table')].map(t => [t.innerText, t.querySelectorAll('tbody tr').length]),
+  height: Math.max(document.body.scrollHeight, document.documentElement.scrollHeight),
+};
+"""
+
+
+@dataclass
+class Visit:
+    """What one page looked like in the browser."""
+
+    page: str
+    ready: str
+    console_errors: list[str]
+    data: dict = field(default_factory=dict)
+
+
+@pytest.fixture(scope="module")
+def paths() -> pipeline.Paths:
+    return pipeline.Paths(pipeline.project_root())
+
+
+@pytest.fixture(scope="module")
+def site(paths) -> Path:
+    html = paths.build / "html"
+    if not (html / "index.html").exists():
+        pytest.fail(f"no built site at {html}: run `make book` (or `twolayer build`) first")
+    return html
+
+
+@pytest.fixture(scope="module")
+def server(site):
+    """``_build/html`` over HTTP on a free localhost port."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                            functools.partial(Quiet, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def driver(tmp_path_factory):
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    if missing:
+        pytest.skip(f"chromium not installed ({', '.join(missing)} missing): "
+                    "apt-get install chromium chromium-driver (.ci/run does it)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in CHROME_ARGS:
+        opts.add_argument(arg)
+    opts.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    drv.set_page_load_timeout(PAGE_TIMEOUT)
+    drv.set_script_timeout(PAGE_TIMEOUT)
+    yield drv
+    drv.quit()
+
+
+def site_pages(site: Path) -> list[str]:
+    """Every HTML page of the site (not the theme's assets)."""
+    return sorted(str(p.relative_to(site)) for p in site.rglob("*.html")
+                  if not any(part.startswith("_") for part in p.relative_to(site).parts))
+
+
+def executed_pages(paths: pipeline.Paths) -> list[str]:
+    """Every page the build executes: the notebooks (and declared variants)."""
+    return getattr(pipeline, "book_pages", pipeline.notebook_ids)(paths)
+
+
+def notebook_pages(paths: pipeline.Paths) -> dict[str, str]:
+    """``chapter/name`` -> its HTML page, for every executed page."""
+    return {nb: f"book/{nb}.html" for nb in executed_pages(paths)}
+
+
+def screenshot(drv, height: int, out: Path) -> None:
+    """A full-page PNG (capped at 16,000 px high)."""
+    shot = drv.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": 1280, "height": min(max(height, 900), 16000), "scale": 1}})
+    out.write_bytes(base64.b64decode(shot["data"]))
+
+
+@pytest.fixture(scope="module")
+def visits(driver, server, site, paths) -> dict[str, Visit]:
+    """Visit every page once; screenshot the pages under ``book/``."""
+    shots = paths.build / "screenshots"
+    if shots.exists():
+        shutil.rmtree(shots)
+    shots.mkdir(parents=True)
+    driver.get_log("browser")  # start from an empty console
+    out = {}
+    for page in site_pages(site):
+        driver.get(server + page)
+        ready = driver.execute_async_script(JS_WAIT_ASSETS)
+        data = driver.execute_script(JS_COLLECT)
+        errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        out[page] = Visit(page, ready, errors, data)
+        if page.startswith("book/"):
+            screenshot(driver, data["height"], shots / (page.removesuffix(".html").replace("/", "__") + ".png"))
+    assert out, f"no pages in {site}"
+    return out
+
+
+def failures(visits: dict[str, Visit], check) -> str:
+    """One line per failing page (``check`` returns a list of problems)."""
+    lines = []
+    for page, visit in visits.items():
+        lines += [f"{page}: {problem}" for problem in check(visit)]
+    return "\n".join(lines)
+
+
+def test_no_console_errors(visits):
+    bad = failures(visits, lambda v: v.console_errors)
+    assert not bad, "console errors:\n" + bad
+
+
+def test_pages_finish_loading(visits):
+    bad = failures(visits, lambda v: [] if v.ready == "ok" else [v.ready])
+    assert not bad, bad
+
+
+def test_every_asset_is_local(visits, server):
+    """Nothing is fetched from the internet (a CDN, web fonts, require.js ...)."""
+    def outside(v: Visit) -> list[str]:
+        return [url for url in v.data["resources"]
+                if not url.startswith((server, "data:", "blob:"))]
+    bad = failures(visits, outside)
+    assert not bad, "assets loaded from outside the site:\n" + bad
+
+
+def test_every_image_loaded(visits):
+    def broken(v: Visit) -> list[str]:
+        return [f"image {src} did not load" for src, width, complete in v.data["images"]
+                if not complete or width == 0]
+    bad = failures(visits, broken)
+    assert not bad, bad
+
+
+def test_math_is_typeset(visits):
+    """MathJax (served from ``_static/mathjax``) turned every formula into
+    typeset math: no raw TeX delimiters left, no TeX errors."""
+    def raw_math(v: Visit) -> list[str]:
+        problems = [f"raw TeX left: ...{v.data['text'][max(0, m.start() - 40):m.end() + 40]!r}..."
+                    for m in RAW_MATH.finditer(v.data["text"])]
+        if v.data["math_nodes"] and not v.data["mathjax"]:
+            problems.append(f"{v.data['math_nodes']} formulas but MathJax did not load")
+        if v.data["typeset"] < v.data["math_nodes"]:
+            problems.append(f"{v.data['math_nodes']} formulas, {v.data['typeset']} typeset")
+        problems += [f"TeX error: {e}" for e in v.data["math_errors"]]
+        return problems
+    bad = failures(visits, raw_math)
+    assert not bad, bad
+    assert any(v.data["typeset"] for v in visits.values()), "no page has typeset math at all"
+
+
+@functools.lru_cache(maxsize=None)
+def _ids(path: Path) -> frozenset[str]:
+    return frozenset(re.findall(r'\bid="([^"]+)"', path.read_text(errors="replace")))
+
+
+def test_internal_links_resolve(visits, site, server):
+    def dead(v: Visit) -> list[str]:
+        problems = []
+        for href in sorted(set(v.data["links"])):
+            if not href.startswith(server):
+                continue
+            url = urlparse(href)
+            target = site / unquote(url.path).lstrip("/")
+            if url.path.endswith("/"):
+                target = target / "index.html"
+            if not target.is_file():
+                problems.append(f"link to missing {url.path}")
+            elif url.fragment and target.suffix == ".html" and unquote(url.fragment) not in _ids(target):
+                problems.append(f"link to missing anchor {url.path}#{url.fragment}")
+        return problems
+    bad = failures(visits, dead)
+    assert not bad, "dead internal links:\n" + bad
+
+
+def test_claims_ledger_page(visits, paths):
+    rows = claims_mod.load_all(paths.executed)
+    visit = visits.get("book/claims.html")
+    assert visit is not None, "the site has no claims page (book/claims.html)"
+    held = sum(r["holds"] for r in rows)
+    assert f"{len(rows)} claims" in visit.data["main_text"], "the ledger's summary line is missing"
+    assert f"{held} hold" in visit.data["main_text"]
+    ledger = [(text, n) for text, n in visit.data["tables"] if "verdict" in text and "statement" in text]
+    assert ledger, "the claims tables are missing from the ledger page"
+    text = "\n".join(t for t, _ in ledger)
+    missing = [r["id"] for r in rows if r["id"] not in text]
+    assert not missing, f"claims missing from the ledger: {missing}"
+    n_rows = sum(n for _, n in ledger)
+    assert n_rows == len(rows), f"the ledger has {n_rows} rows for {len(rows)} claims"
+    summary = [(t, n) for t, n in visit.data["tables"] if "notebook" in t and "documented deviations" in t]
+    assert summary and summary[0][1] == len({r["notebook"] for r in rows}), "one summary row per notebook"
+
+
+def test_chapters_show_claims_run_record_and_download(visits, paths):
+    pages = notebook_pages(paths)
+    assert pages, "the book has no notebooks"
+    problems = []
+    for nb, page in pages.items():
+        visit = visits.get(page)
+        if visit is None:
+            problems.append(f"{nb}: no page {page}")
+            continue
+        text = visit.data["main_text"]
+        claims_file = paths.executed / f"{nb}.claims.json"
+        if claims_file.exists():
+            ids = [c["id"] for c in json.loads(claims_file.read_text())["claims"]]
+            tables = [text for text, _ in visit.data["tables"] if all(i in text for i in ids)]
+            if not tables:
+                problems.append(f"{nb}: the claims table (with {ids}) is not on the page")
+        if "Run record" not in text or "seed" not in text or "wall time" not in text:
+            problems.append(f"{nb}: the run record (seed, wall time, versions) is missing")
+        if not any(h.endswith(f"_sources/book/{nb}.ipynb") for h in visit.data["links"]):
+            problems.append(f"{nb}: no download link to the notebook")
+    rerun = visits.get("book/rerun.html")
+    if rerun is None:
+        problems.append("no rerun page (book/rerun.html)")
+    else:
+        for nb in pipeline.notebook_ids(paths):
+            if not any(re.search(rf"/_downloads/[0-9a-f]+/{re.escape(Path(nb).name)}\.ipynb$", h)
+                       for h in rerun.data["links"]):
+                problems.append(f"rerun page: no download of {nb}")
+    assert not problems, "\n".join(problems)
+
+
+def test_screenshots_of_every_chapter(visits, paths):
+    shots = paths.build / "screenshots"
+    pngs = {nb: shots / f"book__{nb.replace('/', '__')}.png" for nb in executed_pages(paths)}
+    missing = [nb for nb, png in pngs.items() if not png.is_file() or png.stat().st_size == 0]
+    assert not missing, f"no screenshot of {missing}"

@@ -1,0 +1,73 @@
+"""Fast checks of the pipeline's helpers (the slow, end-to-end behaviour is in
+``test_pipeline_reliability.py``)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from twolayer import pipeline
+
+
+def test_tmp_folder_names_carry_their_owner(tmp_path):
+    tmp = pipeline._tmp_dir(tmp_path / "cache", "ab" * 12)
+    assert tmp.name.startswith(".tmp-" + "ab" * 12)
+    assert pipeline._tmp_owner(tmp) == os.getpid()
+    assert not pipeline._abandoned(tmp)
+    assert pipeline._tmp_owner(tmp.with_name(".tmp-abc-xyz")) is None
+
+
+def test_a_dead_owner_makes_a_folder_abandoned(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    stale = tmp_path / f".tmp-{'0' * 24}-{proc.pid}-q1w2"
+    assert pipeline._tmp_owner(stale) == proc.pid
+    assert pipeline._abandoned(stale)
+
+
+def test_kernel_start_failures_are_recognised():
+    assert pipeline._kernel_start_failed(RuntimeError("Kernel died before replying to kernel_info"))
+    assert not pipeline._kernel_start_failed(RuntimeError("something else"))
+    assert not pipeline._kernel_start_failed(ValueError("Kernel died before replying to kernel_info"))
+
+
+@pytest.mark.parametrize("default, expected", [("3", "int"), ("0.5", "float"), ("'gd'", "str"),
+                                               ("(16, 32)", "tuple"), ("np.pi", "expression")])
+def test_parameter_types_come_from_the_defaults(default, expected):
+    assert pipeline._type_name({"default": default, "inferred_type_name": "None"}) == expected
+    assert pipeline._type_name({"default": default, "inferred_type_name": "float"}) == "float"
+
+
+def test_seeds_are_the_parameters_named_seed():
+    assert pipeline._seeds({"n": "5", "seed": "0", "data_seed": "3"}) == {"seed": "0", "data_seed": "3"}
+    assert pipeline._seeds({"n": "5"}) == {}
+
+
+def test_run_record_cell_lists_seed_versions_parameters_time():
+    meta = dict(key="k" * 24, parameters={"lr": 0.2}, effective_parameters={"lr": "0.2", "seed": "0", "s": "'a|b'"},
+                seeds={"seed": "0"}, seconds=12.34, threads=1, machine="x86_64, 2 cores",
+                finished="2026-01-01 00:00:00", data="embedded",
+                versions={"python": "3.11.7", "torch": "2.13.0", "numpy": "2.0", "cvxpy": "1.5"})
+    cell = pipeline._run_record_cell(meta)
+    assert cell.metadata["tags"] == ["run-record"]
+    for needle in ("wall time **12.3 s**", "seed: `seed = 0`", "changed from the defaults: `lr`",
+                   "python 3.11.7, torch 2.13.0, numpy 2.0, cvxpy 1.5", "| `lr` | `0.2` |", "`'a\\|b'`"):
+        assert needle in cell.source, needle
+
+
+def test_claims_ledger_summary(tmp_path):
+    paths = pipeline.Paths(tmp_path)
+    out = paths.executed / "ch"
+    out.mkdir(parents=True)
+    claims = [dict(id="ch.a", statement="a | b", measured=1.0, relation="<=", threshold=2.0, why="w",
+                   notebook="ch/nb", deviation="", holds=True, verdict="holds"),
+              dict(id="ch.b", statement="b", measured=3.0, relation="<=", threshold=2.0, why="w",
+                   notebook="ch/nb", deviation="", holds=False, verdict="FAILS")]
+    (out / "nb.claims.json").write_text(json.dumps({"notebook": "ch/nb", "claims": claims}))
+    text = pipeline.claims_markdown(paths)
+    assert "**2 claims: 1 hold, 0 documented deviation(s) from a paper's claim, 1 fail.**" in text
+    assert "| {doc}`ch/nb` | 2 | 1 | 0 | 1 |" in text
+    assert "a \\| b" in text and "✓ holds" in text and "FAILS" in text
