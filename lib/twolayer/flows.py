@@ -234,3 +234,434 @@ def load_state(model: nn.Module, state: dict[str, np.ndarray]) -> nn.Module:
     clone = copy.deepcopy(model)
     clone.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
     return clone
+
+
+# ---------------------------------------------------------------------------
+# Gradient flow proper: an adaptive integrator that reaches the late phase.
+# ---------------------------------------------------------------------------
+#
+# The four papers' theorems are about gradient flow ``dθ/dt = -∇L(θ)`` and about
+# ``t → ∞``. Late in training the loss is ~e^{-‖θ‖²γ}, its gradient underflows in
+# float64 long before the direction θ/‖θ‖ has converged (the angle to the limit
+# decays like 1/log t). The integrator below therefore never forms the raw
+# gradient. For an L-homogeneous model (``q_i(cθ) = c^L q_i(θ)``) write
+# ``θ = e^s φ̂`` with ``φ̂ = φ/‖φ‖`` (the norm of the stored ``φ`` is a pure gauge)
+# and ``g_i = -ℓ'(Q_i) = σ(-Q_i)``, ``Q_i = e^{Ls} q_i(φ̂)``. Then exactly
+#
+#     dθ/dt = e^{(L-1)s} c Σ_i g_i ∇q_i(φ̂),      c = 1/n ("mean") or 1 ("sum"),
+#
+# and with the log-domain weights ``ω_i = exp(log g_i − max_j log g_j) ∈ (0, 1]``,
+# ``G = c·max_j g_j`` and the new clock ``dτ = e^{(L-2)s} G dt``:
+#
+#     dφ/dτ  = ‖φ‖ P_φ̂ V,    ds/dτ = ⟨φ̂, V⟩ = L Σ ω_i q_i(φ̂),   V = Σ ω_i ∇q_i(φ̂),
+#     d log(1+t)/dτ = exp(−(L−2)s − log c − max_j log g_j − log(1+t)).
+#
+# Every quantity is O(1) however small the loss: nothing underflows, and the
+# flow time is carried as log(1+t). Between steps φ is renormalised to the unit
+# sphere, which changes no θ (the gauge invariance tested in the unit tests).
+
+
+def _log_sigmoid_neg(Q: np.ndarray) -> np.ndarray:
+    """``log σ(−Q) = −softplus(Q)``, stable for all Q."""
+    return -(np.maximum(Q, 0.0) + np.log1p(np.exp(-np.abs(Q))))
+
+
+def _log_logistic_loss(Q: np.ndarray, reduction: str) -> float:
+    """``log(Σ or mean softplus(−Q_i))`` without underflow (softplus(−Q) ≈ e^{−Q})."""
+    # log softplus(-Q) = log log1p(e^{-Q}); for large Q it is -Q + log1p(-e^{-Q}/2 ...) ≈ -Q
+    with np.errstate(divide="ignore"):
+        lsp = np.where(Q > 30.0, -Q, np.log(np.log1p(np.exp(-np.minimum(Q, 30.0)))))
+    top = lsp.max()
+    total = top + np.log(np.exp(lsp - top).sum())
+    return float(total - (np.log(len(Q)) if reduction == "mean" else 0.0))
+
+
+class _MarginOracle:
+    """``q(φ̂)`` and ``Σ ω_i ∇q_i(φ̂)`` for the trainable parameters of a model.
+
+    A NumPy fast path for :class:`~twolayer.models.TwoLayerNet` (both layers, or
+    the first one under a fixed second layer); a torch-autograd path for any
+    other model that declares ``homogeneity`` (its degree in the trainable
+    parameters).
+    """
+
+    def __init__(self, model: nn.Module, data: Dataset) -> None:
+        from .models import TwoLayerNet
+
+        self.model = model
+        self.names = [k for k, p in model.named_parameters() if p.requires_grad]
+        if not self.names:
+            raise ValueError("model has no trainable parameters")
+        self.params = dict(model.named_parameters())
+        self.shapes = [tuple(self.params[k].shape) for k in self.names]
+        self.sizes = [int(np.prod(s)) for s in self.shapes]
+        self.X = np.asarray(data.X, float)
+        self.y = np.asarray(data.y, float)
+        self.fast = isinstance(model, TwoLayerNet)
+        if self.fast:
+            self.alpha = model.alpha
+            self.train_a = model.trains_second_layer
+            self.L = 2 if self.train_a else 1
+            self.a_fixed = None if self.train_a else model.a.detach().cpu().numpy().astype(float)
+        else:
+            L = getattr(model, "homogeneity", None)
+            if L is None or int(L) != L or L < 1:
+                raise ValueError("gradient_flow needs a positively homogeneous model: set "
+                                 "model.homogeneity to its degree in the trainable parameters")
+            self.L = int(L)
+            dtype = next(model.parameters()).dtype
+            self.Xt = torch.tensor(self.X, dtype=dtype)
+            self.yt = torch.tensor(self.y, dtype=dtype)
+
+    def flatten(self) -> np.ndarray:
+        return np.concatenate([self.params[k].detach().cpu().numpy().astype(float).ravel()
+                               for k in self.names])
+
+    def unflatten(self, flat: np.ndarray) -> dict[str, np.ndarray]:
+        out, i = {}, 0
+        for k, shape, size in zip(self.names, self.shapes, self.sizes):
+            out[k] = flat[i:i + size].reshape(shape)
+            i += size
+        return out
+
+    def _Wa(self, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        m, d = self.shapes[0]
+        W = phi[:m * d].reshape(m, d)
+        a = phi[m * d:] if self.train_a else self.a_fixed
+        return W, a
+
+    def margins(self, phi: np.ndarray) -> np.ndarray:
+        """``q_i(φ) = y_i f_φ(x_i)``."""
+        if self.fast:
+            W, a = self._Wa(phi)
+            Z = self.X @ W.T
+            return self.y * (np.where(Z > 0, Z, self.alpha * Z) @ a)
+        with torch.no_grad():
+            self._load(phi)
+            return (self.yt * self.model(self.Xt)).cpu().numpy().astype(float)
+
+    def weighted_gradient(self, phi: np.ndarray, omega: np.ndarray, q: np.ndarray | None = None
+                          ) -> tuple[np.ndarray, np.ndarray]:
+        """``(q(φ), Σ_i ω_i ∇q_i(φ))``; if ``omega`` is a callable it maps q to ω."""
+        if self.fast:
+            W, a = self._Wa(phi)
+            Z = self.X @ W.T
+            act = np.where(Z > 0, Z, self.alpha * Z)
+            q = self.y * (act @ a)
+            w = omega(q) if callable(omega) else omega
+            wy = w * self.y
+            slope = np.where(Z > 0, 1.0, self.alpha)
+            gW = ((wy[:, None] * slope) * a[None, :]).T @ self.X
+            parts = [gW.ravel()]
+            if self.train_a:
+                parts.append(act.T @ wy)
+            return q, np.concatenate(parts)
+        self._load(phi)
+        for p in self.model.parameters():
+            p.grad = None
+        qt = self.yt * self.model(self.Xt)
+        q = qt.detach().cpu().numpy().astype(float)
+        w = omega(q) if callable(omega) else omega
+        (qt @ torch.as_tensor(w, dtype=qt.dtype)).backward()
+        grad = np.concatenate([self.params[k].grad.detach().cpu().numpy().astype(float).ravel()
+                               for k in self.names])
+        return q, grad
+
+    def _load(self, phi: np.ndarray) -> None:
+        with torch.no_grad():
+            for k, v in self.unflatten(phi).items():
+                self.params[k].copy_(torch.as_tensor(v))
+
+
+class _FlowField:
+    """The right-hand side of the reparametrised flow (see the comment above)."""
+
+    def __init__(self, oracle: _MarginOracle, reduction: str) -> None:
+        self.o = oracle
+        self.P = sum(oracle.sizes)
+        self.L = oracle.L
+        self.log_c = -np.log(len(oracle.y)) if reduction == "mean" else 0.0
+        self.evals = 0
+        # L = 1: polar coordinates are singular at θ = 0, which the flow may
+        # cross; integrate θ itself (it grows only like log t) with the same
+        # log-domain weights and the clock dτ = G dt.
+        self.cartesian = self.L == 1
+
+    def theta(self, state: np.ndarray) -> np.ndarray:
+        phi = state[:self.P]
+        return phi.copy() if self.cartesian else np.exp(state[self.P]) * phi / np.linalg.norm(phi)
+
+    def __call__(self, tau: float, state: np.ndarray) -> np.ndarray:
+        self.evals += 1
+        P, L = self.P, self.L
+        if self.cartesian:
+            cache = {}
+
+            def omega1(q: np.ndarray) -> np.ndarray:
+                lg = _log_sigmoid_neg(q)
+                cache["m"] = lg.max()
+                return np.exp(lg - cache["m"])
+
+            _, V = self.o.weighted_gradient(state[:P], omega1)
+            out = np.zeros_like(state)
+            out[:P] = V
+            out[P + 1] = np.exp(-self.log_c - cache["m"] - state[P + 1])
+            return self._finite(out)
+        phi, s, lt = state[:P], state[P], state[P + 1]
+        r = np.linalg.norm(phi)
+        phat = phi / r
+        cache = {}
+
+        def omega(q: np.ndarray) -> np.ndarray:
+            lg = _log_sigmoid_neg(np.exp(L * s) * q)
+            cache["m"] = lg.max()
+            return np.exp(lg - cache["m"])
+
+        q, V = self.o.weighted_gradient(phat, omega)
+        radial = float(phat @ V)
+        out = np.empty_like(state)
+        out[:P] = r * (V - radial * phat)
+        out[P] = radial
+        out[P + 1] = np.exp(-(L - 2) * s - self.log_c - cache["m"] - lt)
+        return self._finite(out)
+
+    @staticmethod
+    def _finite(out: np.ndarray) -> np.ndarray:
+        if not np.all(np.isfinite(out)):
+            raise _NonFinite("the gradient-flow vector field is not finite")
+        return out
+
+
+class _NonFinite(FloatingPointError):
+    """Raised inside the vector field; turned into a DivergenceError naming the step."""
+
+
+def log_time_grid(t_max: float, n: int, t_min: float | None = None) -> np.ndarray:
+    """``0`` followed by ``n − 1`` log-spaced flow times from ``t_min`` to ``t_max``."""
+    t_max = positive(t_max, "t_max")
+    if int(n) != n or n < 2:
+        raise ValueError(f"n_snapshots must be an integer >= 2, got {n!r}")
+    t_min = min(1e-2, t_max) if t_min is None else positive(t_min, "t_min")
+    if t_min > t_max:
+        raise ValueError(f"t_min={t_min:g} must be <= t_max={t_max:g}")
+    return np.concatenate([[0.0], np.logspace(np.log10(t_min), np.log10(t_max), int(n) - 1)])
+
+
+def gradient_flow(model: nn.Module, data: Dataset, t_max: float, *, rtol: float = 1e-6,
+                  atol: float = 1e-9, n_snapshots: int = 60,
+                  snapshot_times: Iterable[float] | None = None, t_min: float | None = None,
+                  callbacks: Mapping[str, Callable[[nn.Module], Any]] | None = None,
+                  reduction: str = "mean", method: str = "RK23", max_steps: int = 1_000_000,
+                  progress: bool = False) -> Trajectory:
+    """Integrate gradient flow ``dθ/dt = −∇L(θ)`` of the logistic loss up to flow time ``t_max``.
+
+    The flow of an L-homogeneous model (two-layer nets: L = 2; with a fixed
+    second layer, L = 1 in the trained layer) is integrated in the coordinates
+    ``θ = e^s φ̂`` with log-domain loss weights and the clock
+    ``dτ = e^{(L−2)s}·c·max_i σ(−Q_i)·dt`` (module comment above), by an
+    explicit embedded Runge–Kutta pair with error control (scipy's
+    ``DOP853``/``RK45``/``RK23``). Nothing underflows, so the late phase
+    ``t ≥ 1e8`` — where the papers' limits (Phuong & Lampert Thm 1, Lyu et al.
+    Thm 4.3, Sarussi et al. Thm 6.1, Min et al. Thm 1) live — is reached in a
+    few hundred to a few thousand steps. The model is not modified.
+
+    Parameters
+    ----------
+    model
+        A :class:`~twolayer.models.TwoLayerNet` (fast NumPy path) or any torch
+        module with attribute ``homogeneity`` (degree in its trainable parameters).
+    data
+        The training set.
+    t_max
+        Final flow time (may be astronomically large, e.g. ``1e30``).
+    rtol, atol
+        Local error tolerances of the integrator on ``(φ, s, log(1+t))``.
+    n_snapshots
+        Number of snapshots on the default grid (0, then log-spaced from
+        ``t_min`` (default ``min(1e-2, t_max)``) to ``t_max``).
+    snapshot_times
+        Explicit flow times to snapshot at (e.g. a GD run's ``times``), instead.
+    callbacks
+        ``name -> fn(model)`` evaluated at every snapshot (on a copy of ``model``
+        holding the snapshot parameters).
+    reduction
+        ``"mean"`` or ``"sum"`` of the per-example losses.
+    method
+        scipy Runge–Kutta pair; the low-order ``"RK23"`` (default) copes best
+        with the kinks of ReLU (the field is only piecewise smooth).
+    max_steps
+        Safety cap on integrator steps (error when exceeded).
+    progress
+        Show a progress bar over log(1 + t).
+
+    Returns
+    -------
+    Trajectory
+        ``times`` are flow times (``inf`` beyond float64's range, see
+        ``records["log1p_time"]``), ``steps`` the integrator steps taken,
+        ``loss`` the loss (may underflow to 0; ``records["log_loss"]`` does not),
+        ``records["log_scale"]`` the ``s = log‖θ‖`` of each snapshot.
+
+    Raises
+    ------
+    DivergenceError
+        If the vector field becomes NaN/inf or the step size collapses; the
+        message names the step and the step size.
+    """
+    from scipy import integrate
+
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a twolayer.data.Dataset, got {type(data).__name__}")
+    methods = {"RK45": integrate.RK45, "RK23": integrate.RK23, "DOP853": integrate.DOP853}
+    if method not in methods:
+        raise ValueError(f"method must be one of {sorted(methods)}, got {method!r}")
+    rtol, atol = positive(rtol, "rtol"), positive(atol, "atol")
+    t_max = positive(t_max, "t_max")
+    if snapshot_times is None:
+        grid = log_time_grid(t_max, n_snapshots, t_min)
+    else:
+        grid = np.unique(np.asarray(list(snapshot_times), dtype=float))
+        if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[0] < 0:
+            raise ValueError("snapshot_times must be finite, non-negative flow times")
+        if grid[-1] > t_max:
+            raise ValueError(f"snapshot_times go beyond t_max={t_max:g}")
+    targets = np.log1p(grid)
+
+    oracle = _MarginOracle(model, data)
+    field_ = _FlowField(oracle, reduction)
+    P, L = field_.P, field_.L
+    theta0 = oracle.flatten()
+    norm0 = np.linalg.norm(theta0)
+    if not np.isfinite(norm0) or norm0 == 0:
+        raise ValueError("model parameters must be finite and not all zero")
+    state = (np.concatenate([theta0, [0.0, 0.0]]) if field_.cartesian
+             else np.concatenate([theta0 / norm0, [np.log(norm0), 0.0]]))
+    callbacks = dict(callbacks or {})
+    probe = copy.deepcopy(model)
+    traj = Trajectory(np.empty(0, int), np.empty(0), [], np.empty(0),
+                      records={"log_loss": [], "log1p_time": [], "log_scale": [],
+                               **{k: [] for k in callbacks}},
+                      config=dict(optimizer="gradient_flow", method=method, rtol=rtol, atol=atol,
+                                  t_max=t_max, reduction=reduction, homogeneity=L, n=data.n))
+    steps_at, times, losses = [], [], []
+
+    def snapshot(st: np.ndarray, step: int) -> None:
+        theta, lt = field_.theta(st), float(st[P + 1])
+        s = float(np.log(np.linalg.norm(theta)))
+        params = oracle.unflatten(theta)
+        with torch.no_grad():
+            for k, v in params.items():
+                dict(probe.named_parameters())[k].copy_(torch.as_tensor(v))
+        Q = oracle.margins(theta)
+        log_loss = _log_logistic_loss(Q, reduction)
+        traj.snapshots.append(_state(probe))
+        for name, fn in callbacks.items():
+            traj.records[name].append(fn(probe))
+        traj.records["log_loss"].append(log_loss)
+        traj.records["log1p_time"].append(lt)
+        traj.records["log_scale"].append(s)
+        steps_at.append(step)
+        with np.errstate(over="ignore"):
+            times.append(float(np.expm1(lt)))
+        losses.append(float(np.exp(log_loss)))
+
+    try:  # BLAS threads follow torch's setting (configure_threads); 2 cores are shared
+        from threadpoolctl import threadpool_limits
+        limits = threadpool_limits(limits=torch.get_num_threads())
+    except ImportError:  # pragma: no cover
+        import contextlib
+        limits = contextlib.nullcontext()
+    with limits:
+        steps = _integrate(solver_cls=methods[method], field_=field_, state=state, targets=targets,
+                           snapshot=snapshot, rtol=rtol, atol=atol, max_steps=max_steps,
+                           progress=progress, traj=traj)
+    traj.steps, traj.times, traj.loss = np.array(steps_at), np.array(times), np.array(losses)
+    traj.step_loss = np.empty(0)
+    traj.config["steps"] = steps
+    traj.config["evaluations"] = field_.evals
+    return traj
+
+
+def _integrate(solver_cls, field_: "_FlowField", state: np.ndarray, targets: np.ndarray,
+               snapshot: Callable, rtol: float, atol: float, max_steps: int, progress: bool,
+               traj: Trajectory) -> int:
+    """The stepping loop of :func:`gradient_flow`; returns the number of steps."""
+    P = field_.P
+    start = time.perf_counter()
+    k = 0
+    while k < len(targets) and targets[k] <= 0.0:
+        snapshot(state, 0)
+        k += 1
+    try:
+        solver = solver_cls(field_, 0.0, state, np.inf, rtol=rtol, atol=atol)
+    except _NonFinite as exc:
+        raise DivergenceError(f"gradient_flow: {exc} at step 1 (clock τ=0, step size h=not yet "
+                              "chosen, t=0): check the data and the parameters for NaN/inf") from exc
+    bar = tqdm(total=float(targets[-1]), disable=not progress, desc="gradient flow",
+               unit="log t", mininterval=1.0)
+    steps = 0
+    while k < len(targets):
+        if steps >= max_steps:
+            raise DivergenceError(f"gradient_flow: {max_steps} steps reached at "
+                                  f"log(1+t)={solver.y[P + 1]:.4g} < {targets[-1]:.4g}; "
+                                  "raise max_steps or loosen rtol/atol")
+        h = solver.step_size
+        try:
+            msg = solver.step()
+        except _NonFinite as exc:
+            raise DivergenceError(f"gradient_flow: {exc} at step {steps + 1} (clock τ={solver.t:.6g}, "
+                                  f"step size h={h:g}, log(1+t)={solver.y[P + 1]:.4g})") from exc
+        steps += 1
+        if msg is not None or not np.all(np.isfinite(solver.y)):
+            h = solver.step_size if h is None else h
+            raise DivergenceError(f"gradient_flow: integration failed at step {steps} "
+                                  f"(clock τ={solver.t:.6g}, step size h={h:g}, "
+                                  f"log(1+t)={solver.y[P + 1]:.4g}): {msg or 'non-finite state'}")
+        if solver.y[P + 1] >= targets[k]:
+            dense = solver.dense_output()
+            while k < len(targets) and solver.y[P + 1] >= targets[k]:
+                tau = _crossing(dense, solver.t_old, solver.t, P + 1, targets[k])
+                snapshot(dense(tau), steps)
+                k += 1
+        # gauge: renormalise φ to the unit sphere (θ unchanged; the stored
+        # derivative of φ is 1-homogeneous in φ, rescale it too)
+        if not field_.cartesian:
+            r = np.linalg.norm(solver.y[:P])
+            solver.y[:P] /= r
+            if hasattr(solver, "f"):
+                solver.f[:P] /= r
+        bar.update(float(min(solver.y[P + 1], targets[-1])) - bar.n)
+    bar.close()
+    traj.wall_time = time.perf_counter() - start
+    return steps
+
+
+def _crossing(dense, t0: float, t1: float, index: int, target: float) -> float:
+    """The clock value τ in [t0, t1] where component ``index`` of the dense
+    output equals ``target`` (it is increasing: log(1+t) grows)."""
+    from scipy.optimize import brentq
+
+    f = lambda tau: float(dense(tau)[index]) - target  # noqa: E731
+    lo, hi = f(t0), f(t1)
+    if lo >= 0:
+        return t0
+    if hi <= 0:
+        return t1
+    return brentq(f, t0, t1, xtol=1e-14 * max(1.0, abs(t1)), rtol=1e-12)
+
+
+def trajectory_distance(a: Trajectory, b: Trajectory, relative: bool = True) -> np.ndarray:
+    """``‖θ_a(t_k) − θ_b(t_k)‖`` (divided by ``‖θ_b(t_k)‖`` if ``relative``) at
+    the snapshots of two runs taken at the same flow times (e.g. a GD run and
+    :func:`gradient_flow` with ``snapshot_times=gd_run.times``)."""
+    if len(a.snapshots) != len(b.snapshots) or not np.allclose(a.times, b.times, rtol=1e-9, atol=1e-12):
+        raise ValueError("a and b must have snapshots at the same flow times")
+    out = []
+    for sa, sb in zip(a.snapshots, b.snapshots):
+        da = np.concatenate([np.ravel(sa[k]) for k in sorted(sa)])
+        db = np.concatenate([np.ravel(sb[k]) for k in sorted(sb)])
+        diff = np.linalg.norm(da - db)
+        out.append(diff / np.linalg.norm(db) if relative else diff)
+    return np.array(out)

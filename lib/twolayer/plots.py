@@ -79,3 +79,24 @@ def inner_product_histograms(ax, R, y, title: str, max_pairs: int = 20000, seed:
                  bins=40, hue_order=["different classes", f"both {names[0]}", f"both {names[1]}"])
     ax.axvline(0, color="k", lw=0.8)
     ax.set(title=title, xlabel="inner product", ylabel="density")
+
+
+def neurons_2d(ax, W, a, X, y, title: str = "", dead=None) -> None:
+    """2-D data (markers by label) and neurons as segments from the origin along
+    ``w_j/max_k‖w_k‖`` (length shows relative norm; direction shown even when tiny),
+    coloured by the sign of ``a_j``; ``dead`` (bool mask) greys neurons out (Min et al. Figs 6–9)."""
+    W, a, X, y = np.asarray(W, float), np.asarray(a, float), np.asarray(X, float), np.asarray(y, float)
+    if W.ndim != 2 or W.shape[1] != 2 or X.shape[1] != 2:
+        raise ValueError(f"neurons_2d needs 2-D inputs; got W {W.shape}, X {X.shape}")
+    scale = np.abs(X).max() * 1.1
+    norms = np.linalg.norm(W, axis=1)
+    U = W / max(norms.max(), 1e-300) * scale
+    colors = sign_colors(a)
+    if dead is not None:
+        colors = np.where(np.asarray(dead, bool), DEAD, colors)
+    for u, c in zip(U, colors):
+        ax.plot([0, u[0]], [0, u[1]], color=c, lw=1.2, alpha=0.8)
+        ax.plot(u[0], u[1], "o", color=c, ms=3)
+    ax.scatter(*X[y > 0].T, marker="+", s=90, color=POS, lw=2, label="$y=+1$", zorder=3)
+    ax.scatter(*X[y < 0].T, marker="_", s=90, color=NEG, lw=2, label="$y=-1$", zorder=3)
+    ax.set(xlim=(-scale, scale), ylim=(-scale, scale), aspect="equal", title=title)

@@ -1,0 +1,122 @@
+"""The four theories' predictions measured on one trajectory (book/synthesis).
+
+:func:`prediction_gaps` turns a snapshot ``(W, a)`` into the distance to each
+paper's limit; :func:`flow_point` runs one gradient flow
+(:func:`twolayer.flows.gradient_flow`) and returns the gaps at the end, for the
+parallel sweeps of :mod:`twolayer.sweeps`. The predictions come from the
+theory modules (``theory.phuong2021``, ``theory.min2024``, ``theory.lyu2021``,
+``theory.sarussi2021``); hypotheses that fail on a dataset give NaN.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import metrics
+from .data import Dataset, antipodal_gaussians
+from .models import TwoLayerNet, two_layer_output
+from .theory import lyu2021, min2024, phuong2021, sarussi2021
+from .theory.margins import NotSeparableError
+
+
+def hypotheses(data: Dataset) -> dict[str, float]:
+    """Which papers' data hypotheses hold: orthogonal separability (Phuong),
+    ``μ`` (Min Assumption 1, > 0 required), symmetry (Lyu Assumption 4.1),
+    linear separability (Sarussi, Lyu)."""
+    X, y = data.X, data.y
+    try:
+        lyu2021.max_margin_separator(X, y)
+        separable = 1.0
+    except NotSeparableError:
+        separable = 0.0
+    return dict(orthogonal=float(phuong2021.is_orthogonally_separable(X, y)),
+                mu=min2024.separability(X, y), symmetric=float(lyu2021.is_symmetric(X, y)),
+                separable=separable)
+
+
+def direction_clustering(W, a) -> float:
+    """Sarussi's ``R/‖w̄ − ū‖`` (Thm 5.1, App. D.3) on the unit directions of the
+    neurons with ``a_j > 0`` (w's) and ``a_j < 0`` (u's): with a trained second
+    layer the norms differ, so clustering is a statement about directions."""
+    W = np.asarray(W, float)
+    a = np.asarray(a, float)
+    norms = np.linalg.norm(W, axis=1, keepdims=True)
+    U = np.where(norms > 0, W / np.where(norms > 0, norms, 1), 0)
+    pos, neg = U[a > 0], U[a < 0]
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    wb, ub = pos.mean(0), neg.mean(0)
+    R = max(np.linalg.norm(pos - wb, axis=1).max(), np.linalg.norm(neg - ub, axis=1).max())
+    return float(R / np.linalg.norm(wb - ub))
+
+
+def prediction_gaps(W, a, data: Dataset, alpha: float, X_eval: np.ndarray | None = None,
+                    w_pm: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, float]:
+    """Distance of a snapshot to each paper's predicted limit.
+
+    ``phuong``: max over live neurons of ``1 − cos(w_j, w±)`` (Phuong & Lampert
+    Thm 1); ``stable_rank`` (Min et al. Thm 1: ≤ 2); ``lyu``: sup over
+    ``X_eval`` of ``|f_{θ/‖θ‖} − (1+α)/4⟨w*, x⟩|`` relative to the limit's sup
+    (Lyu et al. Thm 4.3); ``sarussi``: :func:`direction_clustering`;
+    ``margin``: normalised margin (Lyu et al. Thm 4.2 compares it with
+    ``(1+α)/4 γ_lin``).
+    """
+    X, y = data.X, data.y
+    X_eval = X if X_eval is None else X_eval
+    out = dict(stable_rank=metrics.stable_rank(W), sarussi=direction_clustering(W, a),
+               margin=lyu2021.normalized_margin(W, a, X, y, alpha), phuong=np.nan, lyu=np.nan)
+    live = ~metrics.dead_neurons(W, X)
+    if w_pm is not None and live.any():
+        cos = phuong2021.cosines_to_max_margin(W, a, *w_pm)
+        out["phuong"] = float((1 - cos[live]).max())
+    try:
+        w_star = lyu2021.max_margin_separator(X, y)
+    except NotSeparableError:
+        return out
+    Wn, an = lyu2021.unit_direction(W, a)
+    target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
+    out["lyu"] = float(np.abs(two_layer_output(Wn, an, X_eval, alpha) - target).max() / np.abs(target).max())
+    return out
+
+
+def max_margin_pair(data: Dataset) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(w+, w−)`` of Phuong & Lampert eqs. (6)-(7), or None if a class admits none."""
+    try:
+        return phuong2021.max_margin_directions(data.X, data.y)
+    except NotSeparableError:
+        return None
+
+
+def synthesis_data(n: int = 40, d: int = 5, mean: float = 3.0, std: float = 0.5, seed: int = 0,
+                   hinted: bool = False) -> Dataset:
+    """Antipodal Gaussians scaled to ``‖x‖ ≤ 1``: symmetric (Lyu Assumption 4.1),
+    linearly separable (Sarussi), and — for ``std`` small against ``mean`` —
+    orthogonally separable with ``μ > 0`` (Phuong, Min Assumption 1).
+    ``hinted=True`` appends Lyu et al.'s three hint points (Def. 6.1, with
+    H=5, K=5, ε=0.05), which breaks the symmetry."""
+    ds = antipodal_gaussians(n, d, mean=mean, std=std, seed=seed)
+    X = ds.X / np.linalg.norm(ds.X, axis=1).max()
+    ds = ds.with_data(X, ds.y, note="scaled to max norm 1")
+    if not hinted:
+        return ds
+    w_star = lyu2021.max_margin_separator(ds.X, ds.y)
+    e = np.eye(d)[np.argmin(np.abs(w_star))]
+    w_perp = e - (e @ w_star) * w_star
+    w_perp /= np.linalg.norm(w_perp)
+    X2, y2 = lyu2021.hinted_dataset(ds.X, ds.y, H=5.0, K=5.0, eps=0.05, w_perp=w_perp)
+    return ds.with_data(X2 / np.linalg.norm(X2, axis=1).max(), y2, name=ds.name + " + hints",
+                        note="Lyu Def. 6.1 hints (H=K=5, eps=0.05), rescaled to max norm 1")
+
+
+def flow_point(std: float = 0.5, alpha: float = 0.0, scale: float = 1e-3, width: int = 20,
+               hinted: bool = False, t_max: float = 1e100, n: int = 40, d: int = 5, seed: int = 0,
+               rtol: float = 1e-5, atol: float = 1e-8) -> dict[str, float]:
+    """One sweep point: data, balanced init, gradient flow to ``t_max``, and the
+    final :func:`prediction_gaps` plus the data hypotheses and the wall time."""
+    from .flows import gradient_flow
+
+    data = synthesis_data(n, d, std=std, seed=seed, hinted=hinted)
+    net = TwoLayerNet(d, width, alpha=alpha, init="balanced", scale=scale, seed=seed)
+    run = gradient_flow(net, data, t_max, rtol=rtol, atol=atol, n_snapshots=3)
+    gaps = prediction_gaps(run.final["W"], run.final["a"], data, alpha, w_pm=max_margin_pair(data))
+    return dict(std=std, alpha=alpha, scale=scale, width=width, hinted=hinted, **hypotheses(data), **gaps,
+                wall=run.wall_time, steps=run.config["steps"])

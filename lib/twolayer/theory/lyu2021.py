@@ -1,0 +1,422 @@
+"""Lyu, Li, Wang & Arora (NeurIPS 2021): gradient descent on two-layer leaky
+ReLU nets from small initialization — linear max-margin bias on symmetric
+data (§4), the three-phase analysis (§5) and its fragility (§6).
+
+Notation follows the paper: ``f_θ(x) = Σ_k a_k φ(w_k·x)``,
+``φ(z) = max(z, αz)``; parameters are stored as ``(W, a)`` with ``W`` of
+shape ``(m, d)`` (rows ``w_k``) and ``a`` of shape ``(m,)``.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ..data import Dataset, symmetric_augment  # noqa: F401  (re-exported: Assumption 4.1)
+from ..flows import Trajectory, train
+from ..metrics import normalized_margin as _normalized_margin
+from ..metrics import parameter_norm
+from ..models import two_layer_output
+from ..validation import as_matrix, as_vector, as_xy, positive
+from .margins import KKTReport, _margin_gradients, kkt_two_layer, max_margin
+
+__all__ = [
+    "symmetric_augment", "is_symmetric", "max_margin_separator", "linear_margin",
+    "hinted_dataset", "mu", "mu_tilde", "lambda0", "m_norm", "phase1_time", "phase1_decomposition",
+    "Phase1Decomposition", "is_good_embedding", "embed", "unembed", "normalized_margin",
+    "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
+    "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "staged_gd", "flow_schedule",
+]
+
+
+def _alpha(alpha: float) -> float:
+    a = float(alpha)
+    if not 0.0 <= a < 1.0:
+        raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
+    return a
+
+
+def _phi(z: np.ndarray, alpha: float) -> np.ndarray:
+    return np.where(z > 0, z, alpha * z)
+
+
+def _wa(W, a) -> tuple[np.ndarray, np.ndarray]:
+    W = as_matrix(W, "W")
+    return W, as_vector(a, "a", W.shape[0])
+
+
+# ------------------------------------------------------------ data (§3, §4, §6)
+
+def is_symmetric(X, y, tol: float = 1e-12) -> bool:
+    """Assumption 4.1: ``n`` even, ``x_{i+n/2} = −x_i`` and ``y_{i+n/2} = −y_i``
+    (the layout :func:`symmetric_augment` produces)."""
+    X, y = as_xy(X, y)
+    n = len(y)
+    if n % 2:
+        return False
+    h = n // 2
+    return bool(np.allclose(X[h:], -X[:h], atol=tol, rtol=0) and np.array_equal(y[h:], -y[:h]))
+
+
+def max_margin_separator(X, y) -> np.ndarray:
+    """Definition 3.3: the unit-norm ``w*`` maximising ``min_i y_i⟨w, x_i⟩``
+    (the hard-margin SVM through the origin, normalised)."""
+    w = max_margin(X, y)
+    return w / np.linalg.norm(w)
+
+
+def linear_margin(X, y) -> float:
+    """``γ_lin = max_{‖w‖=1} min_i y_i⟨w, x_i⟩ = 1/‖w_svm‖``."""
+    return float(1.0 / np.linalg.norm(max_margin(X, y)))
+
+
+def hinted_dataset(X, y, H: float, K: float, eps: float, w_perp) -> tuple[np.ndarray, np.ndarray]:
+    """Definition 6.1: the ``(H, K, ε, w⊥)``-hinted dataset.
+
+    Appends ``(H w*, +1)``, ``(ε w* + K w⊥, +1)``, ``(ε w* − K w⊥, +1)`` to
+    ``(X, y)``, where ``w*`` is the max-margin linear separator of ``(X, y)``
+    (Def. 3.3) and ``w⊥`` a unit vector perpendicular to it.
+
+    Raises
+    ------
+    ValueError
+        If ``H, K, eps`` are not positive, ``w_perp`` is not a unit vector
+        (to 1e-6) or not perpendicular to ``w*`` (to 1e-6).
+    NotSeparableError
+        If ``(X, y)`` is not linearly separable through the origin.
+    """
+    X, y = as_xy(X, y)
+    H, K, eps = positive(H, "H"), positive(K, "K"), positive(eps, "eps")
+    wp = as_vector(w_perp, "w_perp", X.shape[1])
+    if abs(np.linalg.norm(wp) - 1) > 1e-6:
+        raise ValueError(f"w_perp must be a unit vector, got norm {np.linalg.norm(wp):.6g}")
+    ws = max_margin_separator(X, y)
+    if abs(wp @ ws) > 1e-6:
+        raise ValueError(f"w_perp must be perpendicular to w* (|<w_perp, w*>| = {abs(wp @ ws):.3g})")
+    hints = np.stack([H * ws, eps * ws + K * wp, eps * ws - K * wp])
+    return np.vstack([X, hints]), np.concatenate([y, np.ones(3)])
+
+
+# ------------------------------------------------------------ phase I (§5.1)
+
+def mu(X, y) -> np.ndarray:
+    """``μ = (1/n) Σ_i y_i x_i`` (§4.3)."""
+    X, y = as_xy(X, y)
+    return (y[:, None] * X).mean(axis=0)
+
+
+def mu_tilde(X, y, alpha: float) -> np.ndarray:
+    """The vector with ``G(w) = ⟨w, μ̃⟩`` on symmetric data (§5.1), for the
+    mean logistic loss (``−ℓ'(0) = ½``): ``G(w) = (1/2n) Σ_i y_i φ(w·x_i)``.
+
+    Pairing ``x_i`` with ``−x_i`` gives ``G(w) = (1/2n) Σ_{i≤n/2} (1+α) w·x_i
+    = (1+α)/4 ⟨w, μ⟩``, so ``μ̃ = (1+α)/4 · μ``. The paper's text prints
+    ``μ̃ = (1+α)/2 · μ``, a factor 2 larger than its own derivation gives;
+    the measured phase-I growth rate supports ``(1+α)/4`` (book, Phase I).
+    """
+    return (1 + _alpha(alpha)) / 4 * mu(X, y)
+
+
+def lambda0(X, y, alpha: float) -> float:
+    """``λ0 = ‖μ̃‖``, the top eigenvalue of ``M_μ̃ = [[0, μ̃], [μ̃ᵀ, 0]]`` (§5.1)."""
+    return float(np.linalg.norm(mu_tilde(X, y, alpha)))
+
+
+def m_norm(W, a) -> float:
+    """Definition 5.1: ``‖θ‖_M = max_k max(‖w_k‖, |a_k|)``."""
+    W, a = _wa(W, a)
+    return float(max(np.linalg.norm(W, axis=1).max(), np.abs(a).max()))
+
+
+def phase1_time(r: float, sigma: float, W_bar, a_bar, lam0: float) -> float:
+    """Lemma 5.2: ``T1(r) = (1/λ0) ln(r / (√m σ ‖θ̄0‖_M))`` for the unit-scale
+    initialisation ``θ̄0 = (W̄, ā)`` and ``θ0 = σ θ̄0``."""
+    r, sigma, lam0 = positive(r, "r"), positive(sigma, "sigma"), positive(lam0, "lam0")
+    W_bar, a_bar = _wa(W_bar, a_bar)
+    m = W_bar.shape[0]
+    return float(np.log(r / (np.sqrt(m) * sigma * m_norm(W_bar, a_bar))) / lam0)
+
+
+@dataclass(frozen=True)
+class Phase1Decomposition:
+    """Lemma 5.2: ``w_k = r b̄_k μ̄ + Δw_k``, ``a_k = r b̄_k + Δa_k``."""
+
+    b: np.ndarray           # b̄ (m,)
+    dW: np.ndarray          # Δw_k rows (m, d)
+    da: np.ndarray          # Δa_k (m,)
+    residual_m_norm: float  # ‖Δθ‖_M
+    r: float
+
+    @property
+    def relative_residual(self) -> float:
+        """``‖Δθ‖_M / (r max_k |b̄_k|)``: the error relative to the leading term."""
+        return float(self.residual_m_norm / (self.r * np.abs(self.b).max()))
+
+
+def phase1_decomposition(W, a, W_bar, a_bar, mu_vec, r: float) -> Phase1Decomposition:
+    """Lemma 5.2's decomposition of ``θ(T1(r)) = (W, a)`` given the unit-scale
+    initialisation ``(W̄, ā)``: ``b̄_k = (⟨w̄_k, μ̄⟩ + ā_k) / (2√m ‖θ̄0‖_M)``."""
+    W, a = _wa(W, a)
+    W_bar, a_bar = _wa(W_bar, a_bar)
+    if W_bar.shape != W.shape:
+        raise ValueError(f"W_bar must have the shape of W {W.shape}, got {W_bar.shape}")
+    mv = as_vector(mu_vec, "mu_vec", W.shape[1])
+    nm = np.linalg.norm(mv)
+    if nm == 0:
+        raise ValueError("mu_vec must be non-zero")
+    r = positive(r, "r")
+    mbar = mv / nm
+    m = W.shape[0]
+    b = (W_bar @ mbar + a_bar) / (2 * np.sqrt(m) * m_norm(W_bar, a_bar))
+    dW = W - r * b[:, None] * mbar[None, :]
+    da = a - r * b
+    return Phase1Decomposition(b, dW, da, m_norm(dW, da), r)
+
+
+# ------------------------------------------------------------ embedding (Lemma 5.3)
+
+def is_good_embedding(b) -> bool:
+    """§5.2: ``b`` has a positive and a negative entry and no zero entry."""
+    b = as_vector(b, "b")
+    return bool((b > 0).any() and (b < 0).any() and (b != 0).all())
+
+
+def _b_parts(b) -> tuple[np.ndarray, float, float]:
+    b = as_vector(b, "b")
+    if not is_good_embedding(b):
+        raise ValueError("b must be a good embedding vector: non-zero entries, at least one of each sign")
+    bp = float(np.sqrt((b[b > 0] ** 2).sum()))
+    bm = -float(np.sqrt((b[b < 0] ** 2).sum()))
+    return b, bp, bm
+
+
+def embed(W_hat, a_hat, b) -> tuple[np.ndarray, np.ndarray]:
+    """π_b of §5.2: the two-neuron net ``(ŵ1, ŵ2, â1, â2)`` (``â1 > 0 > â2``)
+    as an m-neuron net: neuron k is ``(b_k/b_+)(ŵ1, â1)`` if ``b_k > 0`` and
+    ``(b_k/b_−)(ŵ2, â2)`` if ``b_k < 0``; ``f`` is unchanged."""
+    W_hat, a_hat = _wa(W_hat, a_hat)
+    if W_hat.shape[0] != 2:
+        raise ValueError(f"W_hat must have 2 rows (a two-neuron net), got {W_hat.shape[0]}")
+    if not (a_hat[0] > 0 > a_hat[1]):
+        raise ValueError(f"a_hat must satisfy a_hat[0] > 0 > a_hat[1], got {a_hat.tolist()}")
+    b, bp, bm = _b_parts(b)
+    c = np.where(b > 0, b / bp, b / bm)            # all > 0
+    src = np.where(b > 0, 0, 1)
+    return c[:, None] * W_hat[src], c * a_hat[src]
+
+
+def unembed(W, a, b) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`embed` on its image: ``(ŵ1, â1) = Σ_{b_k>0} (b_k/b_+)(w_k, a_k)``
+    (since ``Σ_{b_k>0} b_k²/b_+² = 1``), likewise for neuron 2 with ``b_−``.
+    Off the image this is the least-squares projection onto it."""
+    W, a = _wa(W, a)
+    b, bp, bm = _b_parts(b)
+    if len(b) != W.shape[0]:
+        raise ValueError(f"b must have length {W.shape[0]} (one entry per neuron), got {len(b)}")
+    cp_, cm = np.where(b > 0, b / bp, 0.0), np.where(b < 0, b / bm, 0.0)
+    return np.stack([cp_ @ W, cm @ W]), np.array([cp_ @ a, cm @ a])
+
+
+# ------------------------------------------------------------ margins (§3, §4.1, §5.3, §6)
+
+def normalized_margin(W, a, X, y, alpha: float) -> float:
+    """``γ(θ) = min_i y_i f_θ(x_i) / ‖θ‖²`` (2-homogeneous net)."""
+    W, a = _wa(W, a)
+    X, y = as_xy(X, y)
+    return _normalized_margin(two_layer_output(W, a, X, _alpha(alpha)), y, parameter_norm(W, a))
+
+
+def symmetric_limit_function(X, w_star, alpha: float) -> np.ndarray:
+    """Theorem 4.2 / 4.3: ``f^∞(x) = (1+α)/4 ⟨w*, x⟩`` (unit-norm θ)."""
+    X = as_matrix(X, "X")
+    w = as_vector(w_star, "w_star", X.shape[1])
+    return (1 + _alpha(alpha)) / 4 * (X @ w)
+
+
+def hinted_limit_function(X, w_star, alpha: float) -> np.ndarray:
+    """Theorem 6.2: ``f^∞(x) = ½ φ(⟨w*, x⟩)`` (one leaky-ReLU neuron, unit-norm θ)."""
+    X = as_matrix(X, "X")
+    w = as_vector(w_star, "w_star", X.shape[1])
+    return 0.5 * _phi(X @ w, _alpha(alpha))
+
+
+def global_max_margin_symmetric(X, y, alpha: float) -> float:
+    """Theorem 4.2: on symmetric separable data the global max normalized margin
+    of a width-≥2 leaky net is ``(1+α)/4 · γ_lin``."""
+    X, y = as_xy(X, y)
+    if not is_symmetric(X, y):
+        raise ValueError("X, y must satisfy Assumption 4.1 (use symmetric_augment)")
+    return (1 + _alpha(alpha)) / 4 * linear_margin(X, y)
+
+
+def two_neuron_limit(w_star) -> tuple[np.ndarray, np.ndarray]:
+    """Theorem 5.5's limit direction as ``(W, a)``: ``½(w*, −w*, 1, −1)`` —
+    unit norm when ``‖w*‖ = 1`` (the ¼ printed in the text has norm ½)."""
+    w = as_vector(w_star, "w_star")
+    w = w / np.linalg.norm(w)
+    return 0.5 * np.stack([w, -w]), np.array([0.5, -0.5])
+
+
+def kkt_check(W, a, X, y, alpha: float, tight_tol: float = 1e-3) -> KKTReport:
+    """KKT-margin check (Lyu & Li 2020, Thm 3.1): delegates to
+    :func:`twolayer.theory.margins.kkt_two_layer`, dropping dead zero neurons
+    first (``(w_k, a_k) = 0`` contributes nothing and is trivially stationary)."""
+    W, a = _wa(W, a)
+    keep = (np.linalg.norm(W, axis=1) + np.abs(a)) > 0
+    return kkt_two_layer(W[keep], a[keep], X, y, alpha=_alpha(alpha), tight_tol=tight_tol)
+
+
+@dataclass(frozen=True)
+class MarginSearch:
+    """Result of :func:`search_max_margin`. ``best`` is a LOWER BOUND on the
+    global max normalized margin (a numerical search, not a certificate)."""
+
+    best: float                 # lower bound on max_θ γ(θ) at this width
+    W: np.ndarray               # the best net, scaled to min_i q_i = 1
+    a: np.ndarray
+    margins: np.ndarray         # γ of every converged start (NaN: failed start)
+    solutions: list = field(default_factory=list, repr=False)   # (W, a) per start
+
+    @property
+    def n_converged(self) -> int:
+        return int(np.isfinite(self.margins).sum())
+
+
+def search_max_margin(X, y, alpha: float, width: int, starts: int = 50, seed: int = 0,
+                      maxiter: int = 400) -> MarginSearch:
+    """Numerical search for the global max margin of a width-``width`` leaky net.
+
+    From ``starts`` Gaussian random starts, solves the margin problem
+    ``min ½‖θ‖² s.t. y_i f_θ(x_i) ≥ 1`` with SLSQP (analytic gradients); each
+    converged, feasible solution is a candidate KKT point with
+    ``γ = 1/‖θ‖²``. Returns the best found — a lower bound on the global max.
+    """
+    X, y = as_xy(X, y)
+    alpha = _alpha(alpha)
+    if int(width) != width or width < 1:
+        raise ValueError(f"width must be a positive integer, got {width!r}")
+    if int(starts) != starts or starts < 1:
+        raise ValueError(f"starts must be a positive integer, got {starts!r}")
+    m, d = int(width), X.shape[1]
+
+    def split(t):
+        return t[:m * d].reshape(m, d), t[m * d:]
+
+    def cons(t):
+        W, a = split(t)
+        return y * two_layer_output(W, a, X, alpha) - 1.0
+
+    def cons_jac(t):
+        W, a = split(t)
+        return _margin_gradients(W, a, X, y, alpha)
+
+    rng = np.random.default_rng(seed)
+    margins, sols = np.full(starts, np.nan), []
+    for s in range(starts):
+        t0 = rng.standard_normal(m * (d + 1))
+        res = minimize(lambda t: 0.5 * t @ t, t0, jac=lambda t: t, method="SLSQP",
+                       constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
+                       options={"maxiter": maxiter, "ftol": 1e-12})
+        W, a = split(res.x)
+        q = y * two_layer_output(W, a, X, alpha)
+        if q.min() > 0:
+            margins[s] = q.min() / (res.x @ res.x)
+        sols.append((W.copy(), a.copy()))
+    if not np.isfinite(margins).any():
+        raise RuntimeError(f"no start of the margin search separated the data ({starts} starts)")
+    k = int(np.nanargmax(margins))
+    W, a = sols[k]
+    c = 1 / np.sqrt((y * two_layer_output(W, a, X, alpha)).min())
+    return MarginSearch(float(margins[k]), W * c, a * c, margins, sols)
+
+
+# ------------------------------------------------------------ long runs
+
+def _full_loss(model, data: Dataset) -> float:
+    import torch
+
+    from ..flows import logistic_loss
+    dtype = next(model.parameters()).dtype
+    with torch.no_grad():
+        X, y = torch.tensor(data.X, dtype=dtype), torch.tensor(data.y, dtype=dtype)
+        return float(logistic_loss(y * model(X)))
+
+
+def staged_gd(model, data: Dataset, schedule: Sequence[tuple[float, int]], n_snapshots: int = 20,
+              callbacks: Mapping[str, Callable] | None = None, relative: bool = False) -> Trajectory:
+    """Full-batch GD with a piecewise-constant step size: ``schedule`` is a list
+    of ``(lr, steps)``; each stage is a :func:`twolayer.flows.train` GD run
+    continuing from the previous one. GD with step η is the Euler scheme of
+    gradient flow; late in training the logistic loss — hence the curvature —
+    decays, so larger steps stay stable and reach flow times ``t = Σ η·steps``
+    deep into the late phase. Returns one Trajectory with cumulative times.
+
+    With ``relative=True`` each stage's step is ``lr / L(θ)`` at the start of
+    the stage (L the mean logistic loss): piecewise-constant steps tracking the
+    ``1/L`` growth of the stable step size, i.e. close to normalised GD. Gradient
+    flow's path does not depend on how time is parametrised, so this follows the
+    same trajectory with far fewer steps; ``times`` is still the flow time Σ η·steps.
+    """
+    if not schedule:
+        raise ValueError("schedule must hold at least one (lr, steps) stage")
+    parts, t0, k0 = [], 0.0, 0
+    used = []
+    for i, (lr, steps) in enumerate(schedule):
+        lr = positive(lr, "lr") / (_full_loss(model, data) if relative else 1.0)
+        used.append((lr, int(steps)))
+        tr = train(model, data, optimizer="gd", lr=lr, steps=int(steps), n_snapshots=n_snapshots,
+                   callbacks=callbacks)
+        sl = slice(0 if i == 0 else 1, None)
+        parts.append((tr.steps[sl] + k0, tr.times[sl] + t0, tr.snapshots[sl], tr.loss[sl],
+                      {k: v[sl] for k, v in tr.records.items()}, tr))
+        t0 += float(tr.times[-1])
+        k0 += int(tr.steps[-1])
+    out = Trajectory(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+                     [s for p in parts for s in p[2]], np.concatenate([p[3] for p in parts]),
+                     records={k: [v for p in parts for v in p[4][k]] for k in (callbacks or {})},
+                     step_loss=np.concatenate([p[5].step_loss for p in parts]),
+                     wall_time=sum(p[5].wall_time for p in parts),
+                     config=dict(optimizer="gd (staged)", schedule=used, relative=relative))
+    return out
+
+
+def flow_schedule(X, y, alpha: float, sigma: float, stages: int = 60, stage_steps: int = 100,
+                  eta: float = 0.02, phase1_lr: float = 0.1) -> list[tuple[float, int]]:
+    """A :func:`staged_gd` schedule (use with ``relative=True``) that runs
+    through phase I and deep into the late phase.
+
+    Stage 0: step ``phase1_lr/λ0`` (near 0 the Hessian of the loss is ``M_μ̃``
+    of §5.1, of norm λ0) in absolute terms (``relative=True`` divides it by
+    ``L(θ0) ≈ ln 2``, so it is given here multiplied by ln 2) for a flow time
+    ``2(ln(1/σ) + 3)/λ0`` — twice the phase-I scale of Lemma 5.2. Then ``stages`` stages of ``stage_steps``
+    steps of relative size ``eta/max‖x‖²`` (step ``η/(max‖x‖² L(θ))``).
+    """
+    X, y = as_xy(X, y)
+    sigma, eta = positive(sigma, "sigma"), positive(eta, "eta")
+    lam = max(lambda0(X, y, alpha), 1e-12)
+    xmax2 = float((X ** 2).sum(axis=1).max())
+    lr1 = positive(phase1_lr, "phase1_lr") / lam
+    steps1 = int(np.ceil(2 * (np.log(1 / sigma) + 3) / lam / lr1))
+    return [(lr1 * np.log(2), steps1)] + [(eta / xmax2, int(stage_steps))] * int(stages)
+
+
+def state_weights(state: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(W, a)`` from a Trajectory snapshot of a :class:`TwoLayerNet`."""
+    return np.asarray(state["W"]), np.asarray(state["a"])
+
+
+def unit_direction(W, a) -> tuple[np.ndarray, np.ndarray]:
+    """``θ/‖θ‖`` as ``(W, a)``."""
+    W, a = _wa(W, a)
+    n = parameter_norm(W, a)
+    if n == 0:
+        raise ValueError("theta is zero: it has no direction")
+    return W / n, a / n
+
+
+def copy_model(model):
+    """A deep copy of a model (to branch a run)."""
+    return copy.deepcopy(model)

@@ -1,0 +1,395 @@
+"""Min, Mallada & Vidal (ICLR 2024): early neuron alignment under small initialization.
+
+Net ``f(x) = Σ_j v_j σ(w_j·x)`` (ReLU, no biases), sum loss ``L = Σ_i ℓ(y_i f(x_i))``.
+
+* **Assumption 1** — ``μ = min_{i,j} ⟨x_i y_i, x_j y_j⟩/(‖x_i‖‖x_j‖) > 0``: :func:`separability`.
+* **Cones** ``S+ = {w: w·x_i > 0 ⇔ y_i = +1}``, ``S− = {w: w·x_i > 0 ⇔ y_i = −1}``,
+  ``S_dead = {w: w·x_i ≤ 0 ∀i}``: :func:`cone_membership`, :func:`membership_record`.
+* **Direction field** ``x_a(w) = Σ_{i: w·x_i > 0} y_i x_i`` (§3.3, eq. 6): :func:`direction_field`.
+* **Lemma 1 / Lemma 4** (App. C) — along gradient flow,
+  ``‖d/dt(w_j/‖w_j‖) − sign(v_j) P_{w_j} x_a(w_j)‖`` is small while the network output
+  is small: :func:`lemma1_error` measures it, :func:`lemma4_bound` and
+  :func:`lemma1_bound` are the paper's bounds.
+* **Theorem 1 (i)** — alignment time ``t1`` (:func:`alignment_time`) and its
+  order ``log n/√μ`` (:func:`t1_order`); **(ii)** trapping (:func:`cone_exits`),
+  stable rank (reuse :func:`twolayer.metrics.stable_rank`).
+* **Eqs. 7–8** — activation-pattern monotonicity: :func:`monotonicity_violations`.
+* **App. A.5 (Figs 12–13)** — changes of neuron norms vs directions:
+  :func:`norm_direction_changes`.
+
+Loss normalisation. The paper's analysis (App. C) uses ``ℓ(q) = 2 log(1 + e^{−q})``
+(so that ``−ℓ'(0) = 1``); the book's trainer (:mod:`twolayer.flows`) uses
+``log(1 + e^{−q})``. The two flows trace the same path, the book's at half the
+speed: book time ``t = steps·lr`` equals paper time ``t/2``. The functions
+below take ``loss_weight`` (2 = the paper's normalisation, the default) so that
+velocities are in the paper's time unit.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..validation import as_matrix, as_vector, as_xy, positive, to_numpy
+
+#: Cone codes used by :func:`cone_membership` and :func:`membership_record`.
+S_PLUS, S_MINUS, S_DEAD, S_NONE = 1, -1, 0, 2
+CONE_NAMES = {S_PLUS: "S+", S_MINUS: "S−", S_DEAD: "S_dead", S_NONE: "in transit"}
+
+#: Images per digit in the standard MNIST training set (LeCun et al.), used to
+#: keep ``η·n`` at the paper's value when the sum loss is run on a subset.
+MNIST_TRAIN_COUNTS = {0: 5923, 1: 6742, 2: 5958, 3: 6131, 4: 5842,
+                      5: 5421, 6: 5918, 7: 6265, 8: 5851, 9: 5949}
+
+
+def _unit_rows(X: np.ndarray, name: str) -> np.ndarray:
+    norms = np.linalg.norm(X, axis=1)
+    if np.any(norms == 0):
+        raise ValueError(f"{name} has zero rows (indices {np.flatnonzero(norms == 0)[:5].tolist()}); "
+                         "cosines to them are undefined")
+    return X / norms[:, None]
+
+
+def separability(X, y) -> float:
+    """``μ`` of Assumption 1: ``min_{i,j} ⟨x_i y_i, x_j y_j⟩ / (‖x_i‖ ‖x_j‖)``.
+
+    ``μ > 0`` means orthogonal separability with a margin (same-label points at
+    acute angles, opposite-label points at obtuse ones); ``μ ≤ 0`` means
+    Assumption 1 fails. The diagonal (``i = j``) contributes 1, so ``μ ≤ 1``.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a finite (n, d) matrix, ``y`` is not in {±1}^n, or a row of ``X`` is zero.
+    """
+    X, y = as_xy(X, y)
+    Z = _unit_rows(X, "X") * y[:, None]
+    return float((Z @ Z.T).min())
+
+
+def aggregate_data(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """``x+ = Σ_{y_i=+1} x_i`` and ``x− = Σ_{y_i=−1} x_i`` (Assumption 2, Thm 1)."""
+    X, y = as_xy(X, y)
+    return X[y > 0].sum(axis=0), X[y < 0].sum(axis=0)
+
+
+def _wx(W, X, y=None):
+    W = as_matrix(W, "W")
+    if y is None:
+        X = as_matrix(X, "X")
+    else:
+        X, y = as_xy(X, y)
+    if W.shape[1] != X.shape[1]:
+        raise ValueError(f"W has {W.shape[1]} columns but X has {X.shape[1]}: both must be (·, d)")
+    return W, X, y
+
+
+def cone_membership(W, X, y) -> np.ndarray:
+    """Which cone each neuron (row of ``W``) is in: an int array of codes
+    :data:`S_PLUS`, :data:`S_MINUS`, :data:`S_DEAD` or :data:`S_NONE` (none of the three).
+
+    Activation is strict (``w·x_i > 0``), the paper's subgradient ``σ'(0) = 0``.
+    """
+    W, X, y = _wx(W, X, y)
+    active = (W @ X.T) > 0
+    pos = y > 0
+    codes = np.full(W.shape[0], S_NONE, dtype=int)
+    codes[np.all(active == pos[None, :], axis=1)] = S_PLUS
+    codes[np.all(active == ~pos[None, :], axis=1)] = S_MINUS
+    codes[~active.any(axis=1)] = S_DEAD
+    return codes
+
+
+def membership_record(Ws, X, y) -> np.ndarray:
+    """:func:`cone_membership` of every snapshot: ``Ws`` of shape (T, h, d) → codes (T, h)."""
+    Ws = np.asarray(to_numpy(Ws), dtype=float)
+    if Ws.ndim != 3:
+        raise ValueError(f"Ws must be a stack of weight matrices of shape (T, h, d), got shape {Ws.shape}")
+    return np.stack([cone_membership(W, X, y) for W in Ws])
+
+
+def direction_field(W, X, y, alpha: float = 0.0) -> np.ndarray:
+    """``x_a(w_j) = Σ_{i: w_j·x_i > 0} y_i x_i + α Σ_{i: w_j·x_i ≤ 0} y_i x_i``
+    for every row ``w_j`` of ``W`` (Lemma 1; α > 0 is the leaky version of App. C).
+    Returns shape (h, d)."""
+    W, X, y = _wx(W, X, y)
+    if not 0.0 <= alpha < 1.0:
+        raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
+    act = (W @ X.T) > 0
+    coef = np.where(act, 1.0, alpha) * y[None, :]
+    return coef @ X
+
+
+def _projected(W: np.ndarray, V: np.ndarray) -> np.ndarray:
+    """``P_{w_j} V_j = V_j − (w_j·V_j) w_j/‖w_j‖²`` row by row."""
+    n2 = (W ** 2).sum(axis=1)
+    if np.any(n2 == 0):
+        raise ValueError("W has zero rows: the direction w/‖w‖ is undefined")
+    return V - ((W * V).sum(axis=1) / n2)[:, None] * W
+
+
+def _wv(W, v, X, y):
+    W, X, y = _wx(W, X, y)
+    v = as_vector(v, "v", W.shape[0])
+    return W, v, X, y
+
+
+def weighted_gradients(W, v, X, y, loss_weight: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
+    """``(−∇_W L, −∇_v L)`` of ``L = c Σ_i log(1 + e^{−y_i f(x_i)})`` with ``c = loss_weight``
+    (ReLU). Row ``j`` of the first is ``v_j Σ_i c σ(−q_i) y_i 1[w_j·x_i>0] x_i``."""
+    W, v, X, y = _wv(W, v, X, y)
+    positive(loss_weight, "loss_weight")
+    Z = X @ W.T
+    H = np.maximum(Z, 0.0)
+    q = y * (H @ v)
+    g = loss_weight * y / (1.0 + np.exp(np.clip(q, -700, 700)))  # c σ(−q_i) y_i
+    gW = v[:, None] * (((Z > 0) * g[:, None]).T @ X)
+    gv = H.T @ g
+    return gW, gv
+
+
+def direction_velocity(W, v, X, y, loss_weight: float = 2.0) -> np.ndarray:
+    """``d/dt (w_j/‖w_j‖) = P_{w_j} ẇ_j / ‖w_j‖`` under gradient flow, every row (h, d)."""
+    W, v, X, y = _wv(W, v, X, y)
+    gW, _ = weighted_gradients(W, v, X, y, loss_weight)
+    return _projected(W, gW) / np.linalg.norm(W, axis=1)[:, None]
+
+
+def lemma1_error(W, v, X, y, loss_weight: float = 2.0) -> np.ndarray:
+    """Per neuron, ``‖d/dt(w_j/‖w_j‖) − sign(v_j) P_{w_j} x_a(w_j)‖`` (Lemma 1, eq. 6).
+
+    The time derivative is the exact gradient-flow one at the state ``(W, v)``
+    (paper's time unit for the default ``loss_weight=2``; see the module docstring).
+    Dead neurons (``x_a = 0``, no gradient) have error 0.
+    """
+    W, v, X, y = _wv(W, v, X, y)
+    field = _projected(W, np.sign(v)[:, None] * direction_field(W, X, y))
+    return np.linalg.norm(direction_velocity(W, v, X, y, loss_weight) - field, axis=1)
+
+
+def lemma4_bound(W, v, X) -> float:
+    """Lemma 4 (App. C, eq. 11): whenever ``max_i |f(x_i)| < 1`` and the net is
+    balanced, the Lemma 1 error is at most ``2 n X_max max_i |f(x_i)|``.
+    Returns ``inf`` when ``max_i |f(x_i)| ≥ 1`` (the lemma says nothing)."""
+    W, X, _ = _wx(W, X)
+    v = as_vector(v, "v", W.shape[0])
+    fmax = float(np.abs(np.maximum(X @ W.T, 0.0) @ v).max())
+    if fmax >= 1.0:
+        return float("inf")
+    return 2.0 * X.shape[0] * float(np.linalg.norm(X, axis=1).max()) * fmax
+
+
+@dataclass(frozen=True)
+class Lemma1Bound:
+    """Lemma 1 (App. C): for ``ε ≤ eps_max`` and ``t ≤ horizon``, the error is ``≤ error``."""
+
+    error: float
+    horizon: float
+    eps_max: float
+    eps: float
+
+    @property
+    def applies(self) -> bool:
+        """Whether ``ε`` is small enough for the lemma."""
+        return self.eps <= self.eps_max
+
+
+def lemma1_bound(X, W_init, eps: float) -> Lemma1Bound:
+    """The explicit constants of Lemma 1 (App. C) for ``W(0) = ε W0``.
+
+    ``W_max = max_j ‖w_j(0)‖/ε`` (largest neuron of ``W0``), ``X_max = max_i ‖x_i‖``:
+    error ``≤ 4 ε n √h X_max² W_max²`` for ``t ≤ T = log(1/(√h ε)) / (4 n X_max)``,
+    provided ``ε ≤ 1/(4 √h X_max W_max²)``. Times are in the paper's unit.
+    """
+    X = as_matrix(X, "X")
+    W_init = as_matrix(W_init, "W_init")
+    eps = positive(eps, "eps")
+    if W_init.shape[1] != X.shape[1]:
+        raise ValueError(f"W_init has {W_init.shape[1]} columns but X has {X.shape[1]}")
+    n, h = X.shape[0], W_init.shape[0]
+    x_max = float(np.linalg.norm(X, axis=1).max())
+    w_max = float(np.linalg.norm(W_init, axis=1).max()) / eps
+    error = 4.0 * eps * n * np.sqrt(h) * x_max ** 2 * w_max ** 2
+    horizon = max(0.0, float(np.log(1.0 / (np.sqrt(h) * eps)))) / (4.0 * n * x_max)
+    eps_max = 1.0 / (4.0 * np.sqrt(h) * x_max * w_max ** 2)
+    return Lemma1Bound(float(error), horizon, float(eps_max), eps)
+
+
+def _record(record) -> np.ndarray:
+    r = np.asarray(to_numpy(record))
+    if r.ndim != 2:
+        raise ValueError(f"record must be a (T, h) array of cone codes, got shape {r.shape}")
+    if not np.isin(r, list(CONE_NAMES)).all():
+        raise ValueError(f"record must contain only cone codes {sorted(CONE_NAMES)}")
+    return r.astype(int)
+
+
+def alignment_time(times, record, signs=None) -> float:
+    """``t1``: the first snapshot time at which every neuron is in ``S+ ∪ S− ∪ S_dead``
+    (Thm 1 (i)); ``inf`` if that never happens.
+
+    With ``signs`` (``sign v_j``), a neuron counts as aligned only in its own cone
+    or dead: ``S+``/``S_dead`` for ``v_j > 0``, ``S−``/``S_dead`` for ``v_j < 0``, as in Thm 1.
+    """
+    r = _record(record)
+    t = as_vector(times, "times", r.shape[0])
+    ok = r != S_NONE
+    if signs is not None:
+        s = np.sign(as_vector(signs, "signs", r.shape[1]))
+        own = np.where(s > 0, S_PLUS, S_MINUS)[None, :]
+        ok = (r == own) | (r == S_DEAD)
+    done = np.flatnonzero(ok.all(axis=1))
+    return float(t[done[0]]) if done.size else float("inf")
+
+
+def cone_exits(record, start: int = 0) -> int:
+    """How many times, from snapshot ``start`` on, a neuron in ``S+``, ``S−`` or
+    ``S_dead`` is found in a different cone at the next snapshot (Thm 1 (ii): 0)."""
+    r = _record(record)
+    if not 0 <= int(start) < r.shape[0]:
+        raise ValueError(f"start must be a snapshot index in [0, {r.shape[0]}), got {start!r}")
+    r = r[int(start):]
+    prev, nxt = r[:-1], r[1:]
+    return int(((prev != S_NONE) & (nxt != prev)).sum())
+
+
+def monotonicity_violations(Ws, signs, X, y) -> np.ndarray:
+    """Violations of eqs. 7–8 between consecutive snapshots, per neuron.
+
+    A neuron with ``v_j > 0`` must never lose activation on a positive point and
+    never gain activation on a negative one; a neuron with ``v_j < 0`` the
+    reverse. ``Ws`` is (T, h, d); ``signs`` is (h,) or (T, h) (``sign v_j``
+    at each snapshot). Returns the count of violating (point, step) pairs for
+    each neuron, shape (h,).
+    """
+    Ws = np.asarray(to_numpy(Ws), dtype=float)
+    if Ws.ndim != 3:
+        raise ValueError(f"Ws must have shape (T, h, d), got {Ws.shape}")
+    X, y = as_xy(X, y)
+    if Ws.shape[2] != X.shape[1]:
+        raise ValueError(f"Ws has d={Ws.shape[2]} but X has {X.shape[1]} columns")
+    s = np.sign(np.asarray(to_numpy(signs), dtype=float))
+    if s.shape == (Ws.shape[1],):
+        s = np.broadcast_to(s, Ws.shape[:2])
+    if s.shape != Ws.shape[:2]:
+        raise ValueError(f"signs must have shape (h,) or (T, h) = {Ws.shape[:2]}, got {s.shape}")
+    act = np.einsum("thd,nd->thn", Ws, X) > 0
+    before, after = act[:-1], act[1:]
+    same = (s[:-1, :, None] * y[None, None, :]) > 0          # the neuron's own class
+    lost_own = same & before & ~after
+    gained_other = ~same & ~before & after
+    return (lost_own | gained_other).sum(axis=(0, 2))
+
+
+def t1_order(X, y) -> float:
+    """``log n / √μ``, the order of the alignment-time bound of Thm 1 (i)
+    (the hidden constant depends on data and initialisation)."""
+    mu = separability(X, y)
+    if mu <= 0:
+        raise ValueError(f"Assumption 1 fails (μ = {mu:.3g} ≤ 0): Thm 1 gives no bound on t1")
+    n = as_matrix(X, "X").shape[0]
+    return float(np.log(max(n, 2)) / np.sqrt(mu))
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """``cos(w̄±, x±)`` (mean neuron of ``V±`` vs aggregate data) with min/max over ``V±``
+    (Fig 5, second plot). NaN where ``V±`` is empty."""
+
+    mean_plus: float
+    min_plus: float
+    max_plus: float
+    mean_minus: float
+    min_minus: float
+    max_minus: float
+
+
+def _cos_rows(W: np.ndarray, r: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(W, axis=1) * np.linalg.norm(r)
+    return np.divide(W @ r, n, out=np.zeros(len(W)), where=n > 0)
+
+
+def alignment(W, v, X, y) -> Alignment:
+    """Alignment of the positive neurons (``v_j > 0``) with ``x+`` and of the negative
+    ones with ``x−`` (Fig 5); ``sign v_j`` is taken at the given state (the
+    paper's convention for its non-balanced init)."""
+    W, v, X, y = _wv(W, v, X, y)
+    xp, xm = aggregate_data(X, y)
+    out = []
+    for mask, ref in ((v > 0, xp), (v < 0, xm)):
+        if not mask.any():
+            out += [np.nan] * 3
+            continue
+        c = _cos_rows(W[mask], ref)
+        out += [float(_cos_rows(W[mask].mean(axis=0, keepdims=True), ref)[0]), float(c.min()), float(c.max())]
+    return Alignment(out[0], out[1], out[2], out[3], out[4], out[5])
+
+
+def norm_direction_changes(W, v, X, y, loss_weight: float = 1.0) -> tuple[float, float]:
+    """App. A.5 (Figs 12–13): ``Σ_j |d/dt ‖w_j‖|`` and ``Σ_j ‖d/dt (w_j/‖w_j‖)‖``
+    under a full gradient step of ``L = c Σ ℓ`` (``c = loss_weight``; 1 = the book's loss).
+
+    Pass ``v`` as the fixed second layer when only ``W`` is trained (its gradient
+    is then irrelevant: only ``−∇_W L`` enters)."""
+    W, v, X, y = _wv(W, v, X, y)
+    gW, _ = weighted_gradients(W, v, X, y, loss_weight)
+    norms = np.linalg.norm(W, axis=1)
+    live = norms > 0
+    d_norm = np.abs((W[live] * gW[live]).sum(axis=1)) / norms[live]
+    d_dir = np.linalg.norm(_projected(W[live], gW[live]), axis=1) / norms[live]
+    return float(d_norm.sum()), float(d_dir.sum())
+
+
+def equivalent_step(lr: float, n_paper: int, n: int) -> float:
+    """Step size that keeps ``η·n`` at the paper's value on an ``n``-point subset
+    (sum loss: the gradient scales with ``n``) — **(choice)**, PAPERS.md §3."""
+    lr = positive(lr, "lr")
+    for name, val in (("n_paper", n_paper), ("n", n)):
+        if int(val) != val or val < 1:
+            raise ValueError(f"{name} must be a positive integer, got {val!r}")
+    return lr * n_paper / n
+
+
+def mnist_paper_size(digits: Sequence[int]) -> int:
+    """Number of MNIST training images of the given digits (the paper's ``n``)."""
+    try:
+        return int(sum(MNIST_TRAIN_COUNTS[int(d)] for d in digits))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"digits must be integers 0-9, got {digits!r}") from exc
+
+
+@dataclass(frozen=True)
+class Track:
+    """Thm 1's quantities along a trajectory, one entry per snapshot."""
+
+    times: np.ndarray
+    alignment: np.ndarray          # (T, 6): the fields of :class:`Alignment`
+    stable_rank: np.ndarray
+    spectral_norm_sq: np.ndarray
+    membership: np.ndarray         # (T, h) cone codes
+
+    def cos(self, which: str) -> np.ndarray:
+        """One column of :attr:`alignment` by field name, e.g. ``"mean_plus"``."""
+        fields = list(Alignment.__dataclass_fields__)
+        if which not in fields:
+            raise ValueError(f"which must be one of {fields}, got {which!r}")
+        return self.alignment[:, fields.index(which)]
+
+
+def track(times, Ws, vs, X, y) -> Track:
+    """Alignment (:func:`alignment`), stable rank and ``‖W‖_2²`` (reusing
+    :mod:`twolayer.metrics`) and cone membership at every snapshot.
+    ``Ws`` (T, h, d), ``vs`` (T, h) — e.g. ``traj.param("W")``, ``traj.param("a")``."""
+    from .. import metrics
+
+    Ws = np.asarray(to_numpy(Ws), dtype=float)
+    vs = np.asarray(to_numpy(vs), dtype=float)
+    if Ws.ndim != 3 or vs.shape != Ws.shape[:2]:
+        raise ValueError(f"Ws must be (T, h, d) and vs (T, h); got {Ws.shape} and {vs.shape}")
+    times = as_vector(times, "times", Ws.shape[0])
+    X, y = as_xy(X, y)
+    al = np.array([list(alignment(W, v, X, y).__dict__.values()) for W, v in zip(Ws, vs)])
+    sr = np.array([metrics.stable_rank(W) for W in Ws])
+    sn = np.array([metrics.spectral_norm_sq(W) for W in Ws])
+    return Track(times, al, sr, sn, membership_record(Ws, X, y))

@@ -1,0 +1,399 @@
+"""Sarussi, Brutzkus & Globerson (ICML 2021): learning linear teachers with a
+two-layer leaky-ReLU network whose second layer is fixed.
+
+The network (eq. 1) is ``N(x) = Σ_{i≤k} σ(w_i·x) − Σ_{i≤k} σ(u_i·x)`` with
+``σ(z) = max(z, αz)``; in the library it is
+:meth:`twolayer.models.TwoLayerNet.fixed_second_layer` (rows ``0..k-1`` of
+``W`` are the w's, rows ``k..2k-1`` the u's; see :func:`split_neurons`).
+
+This module holds the paper's definitions and checks:
+
+* §5, Theorem 5.1 — cluster centres ``w̄, ū``, radius ``R``, the linear regime
+  ``|(w̄−ū)·x| > 2R‖x‖`` in which ``sign N(x) = sign((w̄−ū)·x)``;
+  clustering measures of App. D.3 (``R/‖w̄−ū‖``, the largest angle within a
+  cluster).
+* §6.1, Definition 6.2 — the Neural Agreement Regime (NAR): neurons of one type
+  agree on the sign of every training point (with a margin).
+* §6.2, Definition 6.3 — the Perfect Agreement Regime (PAR): every w-neuron
+  classifies the training set like the labels, every u-neuron like their
+  opposite. Theorem 6.2 — the PAR limit solves an SVM (eq. 8) with the feature
+  map ``φ(x) = [x; −αx]`` (y = +1), ``[αx; −x]`` (y = −1) and kernel
+  ``(1+α²)x·x'`` (same labels) / ``2α x·x'`` (different labels).
+
+Arrays in and out are NumPy (torch tensors are accepted on input).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cvxpy as cp
+import numpy as np
+
+from ..validation import as_matrix, as_xy, to_numpy
+from .margins import NotSeparableError, svm
+
+
+# ----------------------------------------------------------------- inputs
+
+def _alpha(alpha: float) -> float:
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}") from exc
+    if not 0.0 <= a < 1.0:
+        raise ValueError(f"alpha must be in [0, 1) (leaky-ReLU slope), got {alpha!r}")
+    return a
+
+
+def _margin(margin: float) -> float:
+    try:
+        m = float(margin)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"margin must be a number >= 0, got {margin!r}") from exc
+    if not m >= 0.0:
+        raise ValueError(f"margin must be >= 0, got {margin!r}")
+    return m
+
+
+def _pair(W_pos, W_neg) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``(W_pos, W_neg)``: two (k, d) matrices with the same shape
+    (the paper's network has k neurons of each sign)."""
+    P, Q = as_matrix(W_pos, "W_pos"), as_matrix(W_neg, "W_neg")
+    if P.shape != Q.shape:
+        raise ValueError(f"W_pos and W_neg must have the same shape (k, d), got {P.shape} and {Q.shape}")
+    return P, Q
+
+
+def _pair_and_points(W_pos, W_neg, X) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    P, Q = _pair(W_pos, W_neg)
+    X = as_matrix(X, "X")
+    if X.shape[1] != P.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} columns but the neurons have dimension {P.shape[1]}")
+    return P, Q, X
+
+
+def split_neurons(W, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(W_pos, W_neg)``: the w-neurons (rows ``0..k-1``) and u-neurons (rows
+    ``k..2k-1``) of a :meth:`~twolayer.models.TwoLayerNet.fixed_second_layer`
+    weight matrix (``k`` defaults to half the number of rows)."""
+    W = as_matrix(W, "W")
+    m = W.shape[0]
+    if k is None:
+        if m % 2:
+            raise ValueError(f"W must have an even number of rows (k of each sign), got {m}")
+        k = m // 2
+    if int(k) != k or not 1 <= k or 2 * k != m:
+        raise ValueError(f"k must be a positive integer with 2k = {m} rows of W, got {k!r}")
+    return W[:k].copy(), W[k:].copy()
+
+
+# ----------------------------------------------------------------- the network
+
+def leaky_relu(z, alpha: float) -> np.ndarray:
+    """``σ(z) = max(z, αz)`` (§3)."""
+    z = np.asarray(to_numpy(z), dtype=float)
+    return np.where(z > 0, z, _alpha(alpha) * z)
+
+
+def network_output(W_pos, W_neg, X, alpha: float) -> np.ndarray:
+    """``N(x) = Σ_i σ(w_i·x) − Σ_i σ(u_i·x)`` (eq. 1) for the rows of ``X``."""
+    P, Q, X = _pair_and_points(W_pos, W_neg, X)
+    return leaky_relu(X @ P.T, alpha).sum(axis=1) - leaky_relu(X @ Q.T, alpha).sum(axis=1)
+
+
+# ----------------------------------------------------------------- §5: clustering
+
+@dataclass(frozen=True)
+class Clusters:
+    """Centres ``w̄, ū`` and radius ``R = max(max_i ‖w_i−w̄‖, max_i ‖u_i−ū‖)`` (§5)."""
+
+    w_bar: np.ndarray
+    u_bar: np.ndarray
+    radius: float
+
+    @property
+    def direction(self) -> np.ndarray:
+        """``w̄ − ū``: the normal of the linear classifier of Theorem 5.1."""
+        return self.w_bar - self.u_bar
+
+    @property
+    def ratio(self) -> float:
+        """``R/‖w̄−ū‖`` (App. D.3, Fig 7); ``inf`` if ``w̄ = ū``."""
+        n = float(np.linalg.norm(self.direction))
+        return self.radius / n if n > 0 else float("inf")
+
+
+def clusters(W_pos, W_neg) -> Clusters:
+    """Cluster centres and radius of the w- and u-neurons (§5, before Thm 5.1)."""
+    P, Q = _pair(W_pos, W_neg)
+    wb, ub = P.mean(axis=0), Q.mean(axis=0)
+    R = max(float(np.linalg.norm(P - wb, axis=1).max()), float(np.linalg.norm(Q - ub, axis=1).max()))
+    return Clusters(wb, ub, R)
+
+
+def clustering_ratio(W_pos, W_neg) -> float:
+    """``R/‖w̄−ū‖`` (App. D.3, Fig 7): Theorem 5.1's condition reads
+    ``|cos(x, w̄−ū)| > 2R/‖w̄−ū‖``, so a ratio below 1/2 makes a cone of
+    inputs around ``±(w̄−ū)`` provably linearly classified."""
+    return clusters(W_pos, W_neg).ratio
+
+
+def max_cluster_angle(W) -> float:
+    """The largest angle (degrees) between two neurons of one cluster (App. D.3,
+    Fig 7). Zero rows have no direction and are skipped; fewer than two
+    non-zero rows give 0."""
+    W = as_matrix(W, "W")
+    norms = np.linalg.norm(W, axis=1)
+    U = W[norms > 0] / norms[norms > 0, None]
+    if len(U) < 2:
+        return 0.0
+    cos = np.clip(U @ U.T, -1.0, 1.0)
+    return float(np.degrees(np.arccos(cos.min())))
+
+
+def max_cluster_angles(W_pos, W_neg) -> tuple[float, float]:
+    """``(largest angle among the w's, largest angle among the u's)``, degrees."""
+    P, Q = _pair(W_pos, W_neg)
+    return max_cluster_angle(P), max_cluster_angle(Q)
+
+
+def linear_regime(W_pos, W_neg, X) -> np.ndarray:
+    """Boolean mask of the rows ``x`` of ``X`` satisfying Theorem 5.1's
+    condition ``|(w̄−ū)·x| > 2R‖x‖``.
+
+    Theorem 5.1: for these ``x``, ``sign N(x) = sign((w̄−ū)·x)`` whatever α > 0
+    (pair ``w_i`` with ``u_i``: σ is increasing, so ``σ(w_i·x) − σ(u_i·x)`` has
+    the sign of ``(w_i−u_i)·x``, which differs from ``(w̄−ū)·x`` by at most
+    ``2R‖x‖``). The zero input is never in the regime.
+
+    Parameters
+    ----------
+    W_pos, W_neg
+        The w-neurons and u-neurons as rows, both of shape (k, d).
+    X
+        Inputs, shape (n, d).
+    """
+    P, Q, X = _pair_and_points(W_pos, W_neg, X)
+    c = clusters(P, Q)
+    return np.abs(X @ c.direction) > 2.0 * c.radius * np.linalg.norm(X, axis=1)
+
+
+def fraction_outside_linear_regime(W_pos, W_neg, X) -> float:
+    """Fraction of the rows of ``X`` outside Theorem 5.1's linear regime (Fig 2/6)."""
+    return float(1.0 - linear_regime(W_pos, W_neg, X).mean())
+
+
+def linear_prediction(W_pos, W_neg, X) -> np.ndarray:
+    """``sign((w̄−ū)·x)``: the linear classifier of Theorem 5.1."""
+    P, Q, X = _pair_and_points(W_pos, W_neg, X)
+    return np.sign(X @ clusters(P, Q).direction)
+
+
+# ----------------------------------------------------------------- §6: NAR, PAR
+
+def neuron_votes(W, X, margin: float = 0.0) -> np.ndarray:
+    """How each neuron classifies each point: ``sign(w_i·x_j)`` where
+    ``|w_i·x_j| > margin·‖w_i‖‖x_j‖``, else 0 (undecided). Shape (k, n).
+
+    The margin is relative (a cosine), so votes do not change when the weights
+    are rescaled (Def. 6.2 is stated for the normalized network)."""
+    W, X = as_matrix(W, "W"), as_matrix(X, "X")
+    if W.shape[1] != X.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} columns but W has {W.shape[1]}")
+    m = _margin(margin)
+    Z = X @ W.T                                                   # (n, k)
+    scale = np.linalg.norm(X, axis=1)[:, None] * np.linalg.norm(W, axis=1)[None, :]
+    return np.where(np.abs(Z) > m * scale, np.sign(Z), 0.0).T.astype(int)
+
+
+def pairwise_disagreements(W, X) -> np.ndarray:
+    """``D[i, i'] = #{j : sign(w_i·x_j) ≠ sign(w_i'·x_j)}``, shape (k, k)."""
+    V = neuron_votes(W, X)
+    onehot = [(V == s).astype(float) for s in (-1, 0, 1)]
+    agree = sum(o @ o.T for o in onehot)
+    return (V.shape[1] - agree).astype(int)
+
+
+def same_type_disagreements(W_pos, W_neg, X) -> tuple[int, int]:
+    """The largest number of training points two neurons of the same type
+    classify differently, for the w's and for the u's (App. J, Fig 9c). Both are
+    0 exactly when the network is in an NAR with margin 0."""
+    P, Q, X = _pair_and_points(W_pos, W_neg, X)
+    return int(pairwise_disagreements(P, X).max()), int(pairwise_disagreements(Q, X).max())
+
+
+def _consensus(V: np.ndarray) -> np.ndarray:
+    """Majority vote of a type on every point (0 on ties)."""
+    return np.sign(V.sum(axis=0)).astype(int)
+
+
+@dataclass(frozen=True)
+class Regime:
+    """Membership of each neuron and of the network in a regime (NAR or PAR)."""
+
+    w_neurons: np.ndarray   # bool (k,): w-neuron i is in the regime
+    u_neurons: np.ndarray   # bool (k,)
+
+    @property
+    def network(self) -> bool:
+        """All neurons of both types are in the regime."""
+        return bool(self.w_neurons.all() and self.u_neurons.all())
+
+    @property
+    def fraction(self) -> float:
+        """Fraction of all 2k neurons in the regime (Fig 8)."""
+        return float(np.concatenate([self.w_neurons, self.u_neurons]).mean())
+
+
+def nar_membership(W_pos, W_neg, X, margin: float = 0.0) -> Regime:
+    """Neural Agreement Regime (Def. 6.2).
+
+    A neuron is in the NAR when, on every training point, it votes (with
+    relative margin ``margin``, see :func:`neuron_votes`) like the majority of
+    its type, and that majority is decided. The network is in the NAR when all
+    neurons are: then all w's agree on every ``x_j``, and all u's do.
+    """
+    P, Q, X = _pair_and_points(W_pos, W_neg, X)
+    out = []
+    for W in (P, Q):
+        V = neuron_votes(W, X, margin)
+        cons = _consensus(neuron_votes(W, X))
+        out.append(np.all((V == cons[None, :]) & (cons[None, :] != 0), axis=1))
+    return Regime(out[0], out[1])
+
+
+def par_membership(W_pos, W_neg, X, y, margin: float = 0.0) -> Regime:
+    """Perfect Agreement Regime (Def. 6.3): a w-neuron is in the PAR when it
+    votes ``y_j`` on every training point, a u-neuron when it votes ``−y_j``
+    (votes with relative margin ``margin``, see :func:`neuron_votes`)."""
+    P, Q = _pair(W_pos, W_neg)
+    X, y = as_xy(X, y)
+    if X.shape[1] != P.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} columns but the neurons have dimension {P.shape[1]}")
+    w_in = np.all(neuron_votes(P, X, margin) == y[None, :], axis=1)
+    u_in = np.all(neuron_votes(Q, X, margin) == -y[None, :], axis=1)
+    return Regime(w_in, u_in)
+
+
+# ----------------------------------------------------------------- Thm 6.2: the PAR SVM
+
+def par_features(X, y, alpha: float) -> np.ndarray:
+    """The feature map of Theorem 6.2: ``φ(x) = [x; −αx]`` for ``y = +1`` and
+    ``[αx; −x]`` for ``y = −1``, shape (n, 2d). Then ``θ = [w; u]`` gives
+    ``θ·φ(x) = w·x − α u·x`` on positives and ``α w·x − u·x`` on negatives:
+    the output ``N(x)/k`` of a perfectly clustered network in the PAR."""
+    X, y = as_xy(X, y)
+    a = _alpha(alpha)
+    pos = (y > 0)[:, None]
+    return np.hstack([np.where(pos, X, a * X), np.where(pos, -a * X, -X)])
+
+
+def par_kernel(X, y, alpha: float, X2=None, y2=None) -> np.ndarray:
+    """The kernel of Theorem 6.2: ``K = (1+α²) x·x'`` for equal labels and
+    ``2α x·x'`` for different labels (``φ(x)·φ(x')``)."""
+    X, y = as_xy(X, y)
+    a = _alpha(alpha)
+    if X2 is None:
+        X2, y2 = X, y
+    else:
+        X2, y2 = as_xy(X2, y2)
+        if X2.shape[1] != X.shape[1]:
+            raise ValueError(f"X2 has {X2.shape[1]} columns but X has {X.shape[1]}")
+    same = np.equal.outer(y, y2)
+    return np.where(same, 1.0 + a * a, 2.0 * a) * (X @ X2.T)
+
+
+def par_svm(X, y, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(w, u)``: the PAR limit directions of Theorem 6.2 (eq. 8).
+
+    Solves, with cvxpy, ``min ‖w‖² + ‖u‖²`` subject to ``w·x_j − α u·x_j ≥ 1``
+    for ``y_j = +1`` and ``u·x_j − α w·x_j ≥ 1`` for ``y_j = −1``. Under the
+    theorem's assumptions gradient flow converges to a perfectly clustered
+    network with ``w_i ∝ w`` and ``u_i ∝ u``; its decision boundary is
+    ``(w − u)·x = 0``.
+
+    Raises
+    ------
+    NotSeparableError
+        If no ``(w, u)`` meets the constraints.
+    ValueError
+        On malformed input or ``alpha`` outside ``[0, 1)``.
+    """
+    X, y = as_xy(X, y)
+    d = X.shape[1]
+    try:
+        theta = svm(par_features(X, y, alpha), y).w
+    except NotSeparableError as exc:
+        raise NotSeparableError(f"the PAR SVM of Theorem 6.2 is infeasible: {exc}") from exc
+    return theta[:d], theta[d:]
+
+
+@dataclass(frozen=True)
+class KernelPARSolution:
+    """The dual (kernel) form of the PAR SVM: ``β ≥ 0`` and ``(w, u)``
+    recovered as ``w = Σ_{+} β_j x_j − α Σ_{−} β_j x_j``,
+    ``u = Σ_{−} β_j x_j − α Σ_{+} β_j x_j``."""
+
+    beta: np.ndarray
+    w: np.ndarray
+    u: np.ndarray
+
+
+def par_svm_kernel(X, y, alpha: float) -> KernelPARSolution:
+    """The PAR SVM solved in its kernel (dual) form, using only
+    :func:`par_kernel`: ``max Σβ − ½ βᵀ(yyᵀ∘K)β`` over ``β ≥ 0``. Equal to
+    :func:`par_svm` at the optimum (strong duality)."""
+    X, y = as_xy(X, y)
+    a = _alpha(alpha)
+    Ky = np.outer(y, y) * par_kernel(X, y, a)
+    Ky = 0.5 * (Ky + Ky.T)
+    beta = cp.Variable(len(y), nonneg=True)
+    prob = cp.Problem(cp.Maximize(cp.sum(beta) - 0.5 * cp.quad_form(beta, cp.psd_wrap(Ky))))
+    prob.solve(solver=cp.CLARABEL)
+    if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or beta.value is None:
+        raise NotSeparableError(f"the kernel PAR SVM is unbounded or failed (status {prob.status}): "
+                                "no (w, u) meets the constraints of Theorem 6.2")
+    b = np.maximum(np.asarray(beta.value, dtype=float), 0.0)
+    sp, sn = (b * (y > 0)) @ X, (b * (y < 0)) @ X
+    return KernelPARSolution(b, sp - a * sn, sn - a * sp)
+
+
+def par_prediction(X, y, alpha: float, X_eval=None) -> np.ndarray:
+    """``sign((w−u)·x)``: the decision of the PAR limit network (its boundary is
+    ``σ(w·x) = σ(u·x)``, i.e. ``(w−u)·x = 0``) on ``X_eval`` (default ``X``)."""
+    w, u = par_svm(X, y, alpha)
+    Xe = as_matrix(X if X_eval is None else X_eval, "X_eval")
+    if Xe.shape[1] != len(w):
+        raise ValueError(f"X_eval has {Xe.shape[1]} columns, expected {len(w)}")
+    return np.sign(Xe @ (w - u))
+
+
+def angle_degrees(u, v) -> float:
+    """The angle between two non-zero vectors, in degrees."""
+    u, v = np.ravel(to_numpy(u)).astype(float), np.ravel(to_numpy(v)).astype(float)
+    if u.shape != v.shape:
+        raise ValueError(f"vectors must have the same length, got {u.shape} and {v.shape}")
+    nu, nv = np.linalg.norm(u), np.linalg.norm(v)
+    if nu == 0 or nv == 0:
+        raise ValueError("angle_degrees needs two non-zero vectors")
+    return float(np.degrees(np.arccos(np.clip(u @ v / (nu * nv), -1.0, 1.0))))
+
+
+# ----------------------------------------------------------------- Thm 4.1: SGD
+
+def violating_epochs(step_loss, n: int, eps: float) -> np.ndarray:
+    """Theorem 4.1's count: for SGD with batch size 1 and sampling without
+    replacement, ``step_loss[t]`` is the loss of the point used at update ``t``
+    (before the update). Returns a boolean per epoch (``n`` updates each): does
+    the epoch contain a point with loss ``≥ eps``? The theorem bounds the number
+    of such epochs (App. B, eq. 20)."""
+    s = np.asarray(to_numpy(step_loss), dtype=float)
+    if s.ndim != 1:
+        raise ValueError(f"step_loss must be 1-D, got shape {s.shape}")
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    if not float(eps) > 0:
+        raise ValueError(f"eps must be > 0, got {eps!r}")
+    if len(s) % int(n):
+        raise ValueError(f"step_loss has {len(s)} entries, not a whole number of epochs of {n}")
+    return (s.reshape(-1, int(n)) >= float(eps)).any(axis=1)

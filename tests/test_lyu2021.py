@@ -1,0 +1,202 @@
+"""Tests of twolayer.theory.lyu2021 (Lyu, Li, Wang & Arora, NeurIPS 2021)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from twolayer.data import Dataset, symmetric_augment, uniform_disk_linear
+from twolayer.models import TwoLayerNet, two_layer_output
+from twolayer.theory import lyu2021 as L
+from twolayer.theory.margins import NotSeparableError
+
+
+@pytest.fixture(scope="module")
+def sym():
+    return symmetric_augment(uniform_disk_linear(8, margin=0.1, w_star=np.array([1.0, 0.6]), seed=1))
+
+
+def test_symmetric_augment_is_reexported_not_copied():
+    assert L.symmetric_augment is symmetric_augment
+
+
+def test_is_symmetric(sym):
+    assert L.is_symmetric(sym.X, sym.y)
+    assert not L.is_symmetric(sym.X[:-1], sym.y[:-1])
+    y = sym.y.copy()
+    y[0] = -y[0]
+    assert not L.is_symmetric(sym.X, y)
+
+
+def test_mu_lambda0_and_eigenvector(sym):
+    alpha = 0.3
+    mt = L.mu_tilde(sym.X, sym.y, alpha)
+    assert np.allclose(mt, (1 + alpha) / 4 * np.mean(sym.y[:, None] * sym.X, axis=0))
+    d = sym.d
+    M = np.zeros((d + 1, d + 1))
+    M[:d, d] = mt
+    M[d, :d] = mt
+    assert np.isclose(np.linalg.eigvalsh(M).max(), L.lambda0(sym.X, sym.y, alpha))
+    # on symmetric data G(w) = (1/2n) Σ y_i φ(w·x_i) is linear: G(w) = <w, μ̃> (§5.1)
+    w = np.array([0.3, -1.2])
+    G = 0.5 * np.mean(sym.y * np.where(sym.X @ w > 0, sym.X @ w, alpha * sym.X @ w))
+    assert np.isclose(G, w @ mt)
+
+
+def test_hinted_dataset(sym):
+    ws = L.max_margin_separator(sym.X, sym.y)
+    wp = np.array([-ws[1], ws[0]])
+    X2, y2 = L.hinted_dataset(sym.X, sym.y, H=5.0, K=3.0, eps=0.01, w_perp=wp)
+    assert X2.shape == (sym.n + 3, 2) and np.all(y2[-3:] == 1)
+    assert np.allclose(X2[-3], 5 * ws) and np.allclose(X2[-2] + X2[-1], 0.02 * ws)
+    assert np.allclose(X2[:sym.n], sym.X)
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(H=-1.0), "H must be > 0"), (dict(K=0.0), "K must be > 0"), (dict(eps=-0.1), "eps must be > 0"),
+    (dict(w_perp=np.array([2.0, 0.0])), "unit vector"), (dict(w_perp=np.array([1.0])), "w_perp must have length"),
+])
+def test_hinted_dataset_bad_input(sym, kw, match):
+    ws = L.max_margin_separator(sym.X, sym.y)
+    args = dict(H=5.0, K=3.0, eps=0.01, w_perp=np.array([-ws[1], ws[0]]))
+    args.update(kw)
+    with pytest.raises(ValueError, match=match):
+        L.hinted_dataset(sym.X, sym.y, **args)
+
+
+def test_hinted_dataset_rejects_non_perpendicular_and_non_separable(sym):
+    ws = L.max_margin_separator(sym.X, sym.y)
+    with pytest.raises(ValueError, match="perpendicular"):
+        L.hinted_dataset(sym.X, sym.y, 5.0, 3.0, 0.01, ws)
+    X = np.array([[1.0, 0.0], [2.0, 0.0]])
+    with pytest.raises(NotSeparableError):
+        L.hinted_dataset(X, np.array([1.0, -1.0]), 5.0, 3.0, 0.01, np.array([0.0, 1.0]))
+
+
+def test_phase1_time_and_decomposition_exact_on_the_top_eigenvector():
+    rng = np.random.default_rng(0)
+    Wb, ab = rng.standard_normal((5, 3)), rng.standard_normal(5)
+    mu = np.array([0.0, 2.0, 0.0])
+    T = L.phase1_time(0.1, 1e-4, Wb, ab, 0.5)
+    assert np.isclose(T, np.log(0.1 / (np.sqrt(5) * 1e-4 * L.m_norm(Wb, ab))) / 0.5)
+    dec = L.phase1_decomposition(Wb * 0, ab * 0, Wb, ab, mu, r=0.1)
+    b = (Wb[:, 1] + ab) / (2 * np.sqrt(5) * L.m_norm(Wb, ab))
+    assert np.allclose(dec.b, b)
+    W = 0.1 * b[:, None] * np.array([0, 1.0, 0])
+    dec2 = L.phase1_decomposition(W, 0.1 * b, Wb, ab, mu, r=0.1)
+    assert dec2.residual_m_norm < 1e-15
+
+
+def test_phase1_bad_input():
+    with pytest.raises(ValueError, match="sigma must be > 0"):
+        L.phase1_time(0.1, 0.0, np.ones((2, 2)), np.ones(2), 1.0)
+    with pytest.raises(ValueError, match="a must have length 2"):
+        L.m_norm(np.ones((2, 2)), np.ones(3))
+    with pytest.raises(ValueError, match="mu_vec must be non-zero"):
+        L.phase1_decomposition(np.ones((2, 2)), np.ones(2), np.ones((2, 2)), np.ones(2), np.zeros(2), 0.1)
+
+
+def _two_neuron(data):
+    W_hat, a_hat = data
+    return W_hat, np.array([abs(a_hat[0]) + 0.1, -abs(a_hat[1]) - 0.1])
+
+
+finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(W_hat=arrays(np.float64, (2, 3), elements=finite), a_hat=arrays(np.float64, 2, elements=finite),
+       b=arrays(np.float64, st.integers(2, 7), elements=st.floats(0.05, 3) | st.floats(-3, -0.05)),
+       X=arrays(np.float64, (6, 3), elements=finite), alpha=st.floats(0, 0.99))
+def test_embedding_preserves_the_function(W_hat, a_hat, b, X, alpha):
+    """§5.2: f_{π_b(θ̂)} = f_θ̂ for every good embedding vector b."""
+    b[0], b[-1] = abs(b[0]), -abs(b[-1])
+    W_hat, a_hat = _two_neuron((W_hat, a_hat))
+    W, a = L.embed(W_hat, a_hat, b)
+    assert W.shape == (len(b), 3)
+    assert np.allclose(two_layer_output(W, a, X, alpha), two_layer_output(W_hat, a_hat, X, alpha), atol=1e-10)
+    W2, a2 = L.unembed(W, a, b)
+    assert np.allclose(W2, W_hat) and np.allclose(a2, a_hat)
+    # the embedding is norm preserving
+    assert np.isclose((W ** 2).sum() + (a ** 2).sum(), (W_hat ** 2).sum() + (a_hat ** 2).sum())
+
+
+def test_embedding_bad_input():
+    W_hat, a_hat = np.ones((2, 2)), np.array([1.0, -1.0])
+    with pytest.raises(ValueError, match="good embedding"):
+        L.embed(W_hat, a_hat, np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="good embedding"):
+        L.embed(W_hat, a_hat, np.array([1.0, 0.0, -1.0]))
+    with pytest.raises(ValueError, match="a_hat must satisfy"):
+        L.embed(W_hat, np.array([-1.0, 1.0]), np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="2 rows"):
+        L.embed(np.ones((3, 2)), np.ones(3), np.array([1.0, -1.0]))
+    with pytest.raises(ValueError, match="b must have length 3"):
+        L.unembed(np.ones((3, 2)), np.ones(3), np.array([1.0, -1.0]))
+
+
+def test_gradient_flow_commutes_with_embedding(sym):
+    """Lemma 5.3 on a GD run (GD commutes with π_b exactly, step by step)."""
+    from twolayer.flows import train
+    rng = np.random.default_rng(3)
+    W_hat = rng.standard_normal((2, 2)) * 0.1
+    a_hat = np.array([0.2, -0.15])
+    b = np.array([0.5, -1.0, 2.0, -0.3])
+    two = TwoLayerNet(2, 2, alpha=0.5)
+    big = TwoLayerNet(2, 4, alpha=0.5)
+    W, a = L.embed(W_hat, a_hat, b)
+    with torch.no_grad():
+        two.W.copy_(torch.tensor(W_hat)), two.a.copy_(torch.tensor(a_hat))
+        big.W.copy_(torch.tensor(W)), big.a.copy_(torch.tensor(a))
+    train(two, sym, lr=0.5, steps=200)
+    train(big, sym, lr=0.5, steps=200)
+    We, ae = L.embed(*two.weights(), b)
+    Wb, ab = big.weights()
+    assert np.abs(We - Wb).max() < 1e-12 and np.abs(ae - ab).max() < 1e-12
+
+
+def test_margins_limits_and_theorem_4_2(sym):
+    alpha = 0.5
+    ws = L.max_margin_separator(sym.X, sym.y)
+    W, a = L.two_neuron_limit(ws)
+    assert np.isclose((W ** 2).sum() + (a ** 2).sum(), 1.0)
+    f = two_layer_output(W, a, sym.X, alpha)
+    assert np.allclose(f, L.symmetric_limit_function(sym.X, ws, alpha))
+    g = L.normalized_margin(W, a, sym.X, sym.y, alpha)
+    assert np.isclose(g, L.global_max_margin_symmetric(sym.X, sym.y, alpha))
+    assert L.kkt_check(W, a, sym.X, sym.y, alpha).stationarity < 1e-8
+    # one-neuron hinted limit ½φ(<w*, x>) has unit norm: w = w*/√2, a = 1/√2
+    W1, a1 = ws[None, :] / np.sqrt(2), np.array([1 / np.sqrt(2)])
+    assert np.allclose(two_layer_output(W1, a1, sym.X, alpha), L.hinted_limit_function(sym.X, ws, alpha))
+
+
+def test_global_max_margin_needs_symmetric_data():
+    ds = uniform_disk_linear(10, margin=0.1, seed=0)
+    with pytest.raises(ValueError, match="Assumption 4.1"):
+        L.global_max_margin_symmetric(ds.X, ds.y, 0.5)
+
+
+def test_search_max_margin_finds_theorem_4_2_value(sym):
+    res = L.search_max_margin(sym.X, sym.y, 0.5, width=3, starts=10, seed=0)
+    g_star = L.global_max_margin_symmetric(sym.X, sym.y, 0.5)
+    assert res.best <= g_star * (1 + 1e-6)     # Thm 4.2: nothing beats the linear direction
+    assert res.best >= g_star * (1 - 1e-4)     # and the search finds it
+    assert np.isclose((sym.y * two_layer_output(res.W, res.a, sym.X, 0.5)).min(), 1.0)
+    with pytest.raises(ValueError, match="width"):
+        L.search_max_margin(sym.X, sym.y, 0.5, width=0)
+    with pytest.raises(ValueError, match="alpha"):
+        L.search_max_margin(sym.X, sym.y, 1.5, width=2)
+
+
+def test_staged_gd_times_and_relative_steps(sym):
+    net = TwoLayerNet(2, 4, alpha=0.5, init="gaussian", scale=1e-3, seed=0)
+    tr = L.staged_gd(net, sym, [(0.5, 100), (1.0, 50)], n_snapshots=3)
+    assert np.isclose(tr.times[-1], 0.5 * 100 + 1.0 * 50) and tr.steps[-1] == 150
+    assert np.all(np.diff(tr.times) > 0) and len(tr.snapshots) == len(tr.times)
+    tr2 = L.staged_gd(net, sym, [(0.05, 20)], relative=True)
+    assert tr2.config["schedule"][0][0] > 0.05
+    with pytest.raises(ValueError, match="schedule"):
+        L.staged_gd(net, sym, [])

@@ -1,0 +1,250 @@
+"""Tests of twolayer.theory.min2024 (Min, Mallada & Vidal 2024) and the pipeline's variants."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twolayer import data, flows, models
+from twolayer.theory import min2024 as M
+
+
+def _two_cones(mu_angle: float = 0.3):
+    return data.opposite_cones(12, 2, mu_angle, seed=1)
+
+
+# ------------------------------------------------------------------ separability
+
+def test_separability_two_points_is_sin_theta():
+    for theta in (0.1, 0.5, 1.0):
+        ds = data.two_point_set(theta)
+        assert M.separability(ds.X, ds.y) == pytest.approx(np.sin(theta))
+
+
+def test_separability_orthogonal_is_zero_and_opposite_labels_positive():
+    assert M.separability([[1.0, 0.0], [0.0, 1.0]], [1, 1]) == pytest.approx(0.0)
+    # opposite labels at an obtuse angle: y_i x_i are at an acute angle
+    assert M.separability([[1.0, 0.0], [-1.0, 0.2]], [1, -1]) > 0.9
+
+
+def test_separability_fails_assumption_returns_nonpositive():
+    X = np.array([[1.0, 0.0], [1.0, 0.1]])
+    assert M.separability(X, [1, -1]) <= 0  # same direction, different labels
+    ds = data.mnist_pair(1, 0, max_per_class=20)
+    # raw pixels: every inner product is >= 0, so opposite-label pairs violate Assumption 1
+    assert M.separability(ds.X, ds.y) < 0
+
+
+def test_separability_returns_python_float_and_accepts_torch():
+    import torch
+    mu = M.separability(torch.tensor([[1.0, 0.0], [0.6, 0.8]]), torch.tensor([1.0, 1.0]))
+    assert isinstance(mu, float) and mu == pytest.approx(0.6)
+
+
+@given(st.floats(0.0, 0.7), st.integers(0, 50))
+@settings(max_examples=25, deadline=None)
+def test_opposite_cones_satisfy_assumption1(half_angle, seed):
+    ds = data.opposite_cones(10, 3, half_angle, seed=seed)
+    assert M.separability(ds.X, ds.y) >= np.cos(2 * half_angle) - 1e-9
+
+
+@given(st.integers(0, 1000))
+@settings(max_examples=25, deadline=None)
+def test_separability_is_scale_invariant_and_at_most_one(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((6, 3))
+    y = np.where(rng.random(6) < 0.5, 1.0, -1.0)
+    mu = M.separability(X, y)
+    assert mu <= 1.0 + 1e-12
+    assert M.separability(X * rng.uniform(0.1, 10, (6, 1)), y) == pytest.approx(mu)
+
+
+@pytest.mark.parametrize("X, y, match", [
+    ([[1.0, 0.0], [0.0, 0.0]], [1, 1], "zero rows"),
+    ([[1.0, 0.0]], [1, 1], "length 1"),
+    ([[1.0, 0.0], [0.0, 1.0]], [1, 0], "labels -1 and \\+1"),
+    ([1.0, 0.0], [1], "2-D"),
+    ([[np.nan, 0.0]], [1], "NaN"),
+    ("abc", [1], "numeric"),
+])
+def test_separability_bad_input(X, y, match):
+    with pytest.raises(ValueError, match=match):
+        M.separability(X, y)
+
+
+# ------------------------------------------------------------------ cones, field, records
+
+def test_cone_membership_codes():
+    X = np.array([[1.0, 0.0], [-1.0, 0.1]])
+    y = np.array([1.0, -1.0])
+    W = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, -1.0], [0.05, 1.0]])
+    assert M.cone_membership(W, X, y).tolist() == [M.S_PLUS, M.S_MINUS, M.S_DEAD, M.S_NONE]
+
+
+def test_cone_membership_bad_shapes():
+    with pytest.raises(ValueError, match="columns"):
+        M.cone_membership(np.ones((2, 3)), np.ones((2, 2)), [1, -1])
+    with pytest.raises(ValueError, match="shape"):
+        M.membership_record(np.ones((2, 2)), np.ones((2, 2)), [1, -1])
+
+
+def test_direction_field_sums_active_signed_points():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    y = np.array([1.0, 1.0, -1.0])
+    W = np.array([[1.0, 1.0]])
+    assert np.allclose(M.direction_field(W, X, y), [[1.0, 1.0]])
+    assert np.allclose(M.direction_field(W, X, y, alpha=0.5), [[1.5, 1.5]])
+    with pytest.raises(ValueError, match="alpha"):
+        M.direction_field(W, X, y, alpha=1.5)
+
+
+def test_aggregate_data():
+    xp, xm = M.aggregate_data([[1.0, 0.0], [0.0, 1.0], [2.0, 2.0]], [1, -1, 1])
+    assert np.allclose(xp, [3.0, 2.0]) and np.allclose(xm, [0.0, 1.0])
+
+
+def test_alignment_time_and_exits():
+    rec = np.array([[M.S_NONE, M.S_PLUS], [M.S_PLUS, M.S_PLUS], [M.S_PLUS, M.S_DEAD]])
+    t = np.array([0.0, 1.0, 2.0])
+    assert M.alignment_time(t, rec) == 1.0
+    assert M.alignment_time(t, rec, signs=[1, -1]) == 2.0  # neuron 2 (v<0) counts only in S- or S_dead
+    assert M.alignment_time(t, np.full((3, 2), M.S_NONE)) == np.inf
+    assert M.cone_exits(rec) == 1 and M.cone_exits(rec, start=2) == 0
+    with pytest.raises(ValueError, match="cone codes"):
+        M.cone_exits(np.full((2, 2), 7))
+    with pytest.raises(ValueError, match="start"):
+        M.cone_exits(rec, start=5)
+    with pytest.raises(ValueError, match="times"):
+        M.alignment_time([0.0], rec)
+
+
+def test_monotonicity_violations_counts_forbidden_changes():
+    X = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    y = np.array([1.0, -1.0])
+    good = np.array([[[0.0, 1.0]], [[1.0, 0.1]]])          # gains the positive point
+    bad = np.array([[[1.0, 0.1]], [[-1.0, 0.1]]])          # loses the positive, gains the negative
+    assert M.monotonicity_violations(good, [1.0], X, y).tolist() == [0]
+    assert M.monotonicity_violations(bad, [1.0], X, y).tolist() == [2]
+    assert M.monotonicity_violations(bad, [-1.0], X, y).tolist() == [0]  # fine for a negative neuron
+    with pytest.raises(ValueError, match="signs"):
+        M.monotonicity_violations(bad, [1.0, 1.0], X, y)
+
+
+# ------------------------------------------------------------------ Lemma 1
+
+def test_lemma1_error_small_along_gradient_flow_and_below_lemma4_bound():
+    ds = _two_cones()
+    net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-5, seed=0)
+    W0, _ = net.weights()
+    gf = flows.gradient_flow(net, ds, 0.4, snapshot_times=np.linspace(0, 0.4, 5), reduction="sum",
+                             rtol=1e-10, atol=1e-13)
+    for W, v in zip(gf.param("W"), gf.param("a")):
+        err = M.lemma1_error(W, v, ds.X, ds.y).max()
+        assert err <= M.lemma4_bound(W, v, ds.X)
+    lb = M.lemma1_bound(ds.X, W0, 1e-5)
+    assert lb.applies and lb.horizon > 0 and lb.error > 0
+
+
+def test_direction_velocity_matches_finite_difference_of_gradient_flow():
+    ds = _two_cones()
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((4, 2)) * 0.3
+    v = np.linalg.norm(W, axis=1) * np.array([1, -1, 1, -1])
+    gW, gv = M.weighted_gradients(W, v, ds.X, ds.y, loss_weight=1.0)
+    h = 1e-6
+    W2 = W + h * gW
+    num = (W2 / np.linalg.norm(W2, axis=1)[:, None] - W / np.linalg.norm(W, axis=1)[:, None]) / h
+    assert np.allclose(M.direction_velocity(W, v, ds.X, ds.y, loss_weight=1.0), num, atol=1e-4)
+
+
+def test_weighted_gradients_match_torch_autograd():
+    import torch
+    ds = _two_cones()
+    net = models.TwoLayerNet(2, 5, init="gaussian", scale=0.5, seed=3)
+    loss = flows.logistic_loss(torch.tensor(ds.y) * net(torch.tensor(ds.X)), "sum")
+    loss.backward()
+    W, a = net.weights()
+    gW, gv = M.weighted_gradients(W, a, ds.X, ds.y, loss_weight=1.0)
+    assert np.allclose(gW, -net.W.grad.numpy()) and np.allclose(gv, -net.a.grad.numpy())
+
+
+def test_lemma_bounds_bad_input():
+    with pytest.raises(ValueError, match="eps"):
+        M.lemma1_bound(np.eye(2), np.eye(2), 0.0)
+    with pytest.raises(ValueError, match="columns"):
+        M.lemma1_bound(np.eye(2), np.ones((3, 3)), 1e-3)
+    with pytest.raises(ValueError, match="zero rows"):
+        M.lemma1_error(np.zeros((1, 2)), [1.0], np.eye(2), [1, -1])
+    with pytest.raises(ValueError, match="v must have length"):
+        M.lemma1_error(np.ones((2, 2)), [1.0], np.eye(2), [1, -1])
+    assert M.lemma4_bound(np.ones((1, 2)) * 10, [10.0], np.eye(2)) == np.inf
+
+
+# ------------------------------------------------------------------ misc
+
+def test_t1_order_and_bad_assumption():
+    ds = _two_cones()
+    assert M.t1_order(ds.X, ds.y) == pytest.approx(np.log(ds.n) / np.sqrt(M.separability(ds.X, ds.y)))
+    with pytest.raises(ValueError, match="Assumption 1"):
+        M.t1_order([[1.0, 0.0], [1.0, 0.1]], [1, -1])
+
+
+def test_alignment_and_track():
+    X = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    y = np.array([1.0, -1.0])
+    W = np.array([[1.0, 0.0], [2.0, 1.0], [-1.0, 0.0]])
+    v = np.array([1.0, 1.0, -1.0])
+    al = M.alignment(W, v, X, y)
+    assert al.max_plus == pytest.approx(1.0) and al.mean_minus == pytest.approx(1.0)
+    assert np.isnan(M.alignment(W, np.ones(3), X, y).mean_minus)
+    tr = M.track([0.0, 1.0], np.stack([W, W]), np.stack([v, v]), X, y)
+    assert tr.cos("mean_minus").tolist() == [1.0, 1.0] and tr.membership.shape == (2, 3)
+    with pytest.raises(ValueError, match="which"):
+        tr.cos("nope")
+
+
+def test_norm_direction_changes_nonnegative():
+    ds = _two_cones()
+    W = np.random.default_rng(1).standard_normal((6, 2))
+    dn, dd = M.norm_direction_changes(W, np.ones(6), ds.X, ds.y)
+    assert dn >= 0 and dd >= 0
+
+
+def test_equivalent_step_and_mnist_sizes():
+    assert M.mnist_paper_size((0, 1)) == 12665
+    assert M.equivalent_step(2e-3, 12665, 800) == pytest.approx(2e-3 * 12665 / 800)
+    with pytest.raises(ValueError, match="digits"):
+        M.mnist_paper_size((0, 11))
+    with pytest.raises(ValueError, match="n must"):
+        M.equivalent_step(1e-3, 10, 0)
+    with pytest.raises(ValueError, match="lr"):
+        M.equivalent_step(-1.0, 10, 10)
+
+
+# ------------------------------------------------------------------ pipeline variants
+
+def test_pipeline_variants(tmp_path):
+    import nbformat
+    from twolayer import pipeline as P
+
+    (tmp_path / "_toc.yml").write_text("format: jb-book\n")
+    ch = tmp_path / "book" / "ch"
+    ch.mkdir(parents=True)
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("k = 1  # a parameter")
+    cell.metadata["tags"] = ["parameters"]
+    nb.cells = [cell]
+    nbformat.write(nb, ch / "nb.ipynb")
+    (ch / "variants.yml").write_text("- notebook: ch/nb\n  variant: two\n  parameters: {k: 2}\n")
+    paths = P.Paths(tmp_path)
+    assert P.book_pages(paths) == ["ch/nb", "ch/nb__two"]
+    assert P.resolve(paths, "ch/nb__two") == ch / "nb.ipynb"
+    assert P.page_parameters(paths, "ch/nb__two") == {"k": 2} and P.page_parameters(paths, "ch/nb") == {}
+    assert P.page_id(paths, "book/ch/nb__two.ipynb") == "ch/nb__two"
+    (ch / "variants.yml").write_text("- notebook: ch/missing\n  variant: two\n")
+    with pytest.raises(ValueError, match="unknown notebook"):
+        P.variants(paths)
+    (ch / "variants.yml").write_text("- notebook: ch/nb\n  variant: 'a b'\n")
+    with pytest.raises(ValueError, match="variant"):
+        P.variants(paths)

@@ -1,0 +1,271 @@
+"""Tests of twolayer.theory.sarussi2021 (Sarussi, Brutzkus & Globerson, ICML 2021)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from twolayer.models import TwoLayerNet
+from twolayer.theory import sarussi2021 as s
+from twolayer.theory.margins import NotSeparableError, max_margin
+
+
+# ----------------------------------------------------------------- the network
+
+def test_network_output_matches_the_library_model():
+    net = TwoLayerNet.fixed_second_layer(d=3, k=4, alpha=0.2, scale=1.0, seed=1)
+    X = np.random.default_rng(0).standard_normal((25, 3))
+    P, Q = s.split_neurons(net.weights()[0])
+    assert P.shape == Q.shape == (4, 3)
+    np.testing.assert_allclose(s.network_output(P, Q, X, 0.2), net.predict(X), atol=1e-12)
+
+
+def test_split_neurons_rejects_odd_rows_and_wrong_k():
+    with pytest.raises(ValueError, match="even number"):
+        s.split_neurons(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="k must"):
+        s.split_neurons(np.ones((4, 2)), k=3)
+
+
+def test_leaky_relu_rejects_bad_alpha():
+    with pytest.raises(ValueError, match="alpha"):
+        s.leaky_relu([1.0], 1.5)
+    with pytest.raises(ValueError, match="alpha"):
+        s.leaky_relu([1.0], -0.1)
+
+
+# ----------------------------------------------------------------- clustering
+
+def test_clusters_radius_and_ratio_by_hand():
+    P = np.array([[1.0, 0.0], [3.0, 0.0]])          # centre (2, 0), radius 1
+    Q = np.array([[0.0, 1.0], [0.0, -1.0]])         # centre (0, 0), radius 1
+    c = s.clusters(P, Q)
+    np.testing.assert_allclose(c.w_bar, [2, 0])
+    np.testing.assert_allclose(c.u_bar, [0, 0])
+    assert c.radius == pytest.approx(1.0)
+    assert s.clustering_ratio(P, Q) == pytest.approx(0.5)
+    assert s.max_cluster_angles(P, Q) == (pytest.approx(0.0), pytest.approx(180.0))
+
+
+def test_ratio_is_infinite_when_centres_coincide():
+    P = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    assert s.clustering_ratio(P, P) == float("inf")
+
+
+def test_max_cluster_angle_skips_zero_rows():
+    assert s.max_cluster_angle(np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])) == pytest.approx(90.0)
+    assert s.max_cluster_angle(np.array([[1.0, 0.0]])) == 0.0
+
+
+def test_linear_regime_by_hand_and_zero_input():
+    P = np.array([[1.0, 0.0], [1.0, 0.2]])
+    Q = np.array([[-1.0, 0.0], [-1.0, -0.2]])
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0], [-2.0, 0.5]])
+    # w̄-ū = (2, 0.2), R = 0.1: condition |2x1 + 0.2x2| > 0.2‖x‖
+    np.testing.assert_array_equal(s.linear_regime(P, Q, X), [True, False, False, True])
+    assert s.fraction_outside_linear_regime(P, Q, X) == pytest.approx(0.5)
+
+
+def test_linear_regime_accepts_torch_tensors():
+    P = torch.tensor([[1.0, 0.0]])
+    Q = torch.tensor([[-1.0, 0.0]])
+    assert s.linear_regime(P, Q, torch.tensor([[1.0, 1.0]])).tolist() == [True]
+
+
+@pytest.mark.parametrize("args, match", [
+    ((np.ones((2, 3)), np.ones((3, 3)), np.ones((4, 3))), "same shape"),
+    ((np.ones((2, 3)), np.ones((2, 3)), np.ones((4, 2))), "columns"),
+    ((np.ones(3), np.ones((2, 3)), np.ones((4, 3))), "W_pos must be 2-D"),
+    ((np.ones((2, 3)), np.ones((2, 3)), np.full((4, 3), np.nan)), "X contains NaN"),
+    ((np.ones((2, 3)), np.ones((2, 3)), np.ones((0, 3))), "X must be non-empty"),
+    (("abc", np.ones((2, 3)), np.ones((4, 3))), "W_pos must be a numeric array"),
+])
+def test_linear_regime_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        s.linear_regime(*args)
+
+
+def test_relu_breaks_theorem_5_1_but_leaky_relu_does_not():
+    """Cor 6.1 fails for ReLU (Fig 5): where both neurons are off, N = 0."""
+    P, Q = np.array([[1.0, 1.0]]), np.array([[1.0, -1.0]])
+    x = np.array([[-1.0, 0.5]])
+    assert s.linear_regime(P, Q, x)[0]                      # R = 0: every x ≠ 0 is in the regime
+    assert s.network_output(P, Q, x, 0.0)[0] == 0.0         # ReLU: no decision
+    assert s.network_output(P, Q, x, 0.1)[0] > 0            # leaky: sign((w̄-ū)·x) = +1
+
+
+@st.composite
+def clustered_networks(draw):
+    """A random clustered network (k neurons around each of two centres) and inputs."""
+    seed = draw(st.integers(0, 2 ** 31 - 1))
+    rng = np.random.default_rng(seed)
+    d = draw(st.integers(1, 6))
+    k = draw(st.integers(1, 8))
+    spread = draw(st.floats(0.0, 2.0))
+    alpha = draw(st.floats(0.01, 0.99))
+    w_bar, u_bar = rng.standard_normal(d), rng.standard_normal(d)
+    P = w_bar + spread * rng.standard_normal((k, d)) / np.sqrt(d)
+    Q = u_bar + spread * rng.standard_normal((k, d)) / np.sqrt(d)
+    X = rng.standard_normal((200, d)) * rng.exponential(1.0, (200, 1))
+    return P, Q, X, alpha
+
+
+@settings(max_examples=200, deadline=None)
+@given(clustered_networks())
+def test_theorem_5_1_property(net):
+    """Thm 5.1: every point in the linear regime is classified as sign((w̄−ū)·x)."""
+    P, Q, X, alpha = net
+    inside = s.linear_regime(P, Q, X)
+    N = s.network_output(P, Q, X, alpha)
+    lin = s.linear_prediction(P, Q, X)
+    assert np.all(np.sign(N[inside]) == lin[inside])
+    assert np.all(lin[inside] != 0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(clustered_networks())
+def test_perfect_clustering_gives_an_exactly_linear_boundary(net):
+    """Cor 6.1: R = 0 makes the regime every x with (w̄−ū)·x ≠ 0."""
+    P, Q, X, alpha = net
+    P, Q = np.repeat(P[:1], len(P), 0), np.repeat(Q[:1], len(Q), 0)
+    inside = s.linear_regime(P, Q, X)
+    assert np.array_equal(inside, X @ (P[0] - Q[0]) != 0)
+    assert np.all(np.sign(s.network_output(P, Q, X, alpha)[inside]) == s.linear_prediction(P, Q, X)[inside])
+
+
+# ----------------------------------------------------------------- NAR and PAR
+
+def _par_example():
+    X = np.array([[2.0, 0.3], [1.5, -0.4], [-2.0, 0.1], [-1.0, -0.5]])
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    return X, y
+
+
+def test_par_and_nar_membership():
+    X, y = _par_example()
+    P = np.array([[1.0, 0.0], [1.0, 0.5]])
+    Q = np.array([[-1.0, 0.1], [-1.0, -0.2]])
+    par = s.par_membership(P, Q, X, y)
+    assert par.network and par.fraction == 1.0
+    assert s.nar_membership(P, Q, X).network
+    assert s.same_type_disagreements(P, Q, X) == (0, 0)
+
+
+def test_nar_without_par_and_disagreement_counts():
+    X, y = _par_example()
+    P = np.array([[-1.0, 0.0], [-1.0, 0.5]])        # all w's agree but classify like -y
+    Q = np.array([[-1.0, 0.1], [1.0, 0.0]])         # the u's disagree on all 4 points
+    nar, par = s.nar_membership(P, Q, X), s.par_membership(P, Q, X, y)
+    assert nar.w_neurons.all() and not par.w_neurons.any()
+    assert not nar.network
+    assert s.same_type_disagreements(P, Q, X) == (0, 4)
+    np.testing.assert_array_equal(par.u_neurons, [True, False])
+    assert par.fraction == pytest.approx(0.25)
+
+
+def test_margin_makes_membership_stricter():
+    X, y = _par_example()
+    P = np.array([[1.0, 0.0], [1.0, 2.0]])          # second w barely classifies point 1 (cos ≈ 0.2)
+    Q = -P
+    assert s.par_membership(P, Q, X, y, margin=0.0).network
+    loose, strict = s.par_membership(P, Q, X, y, margin=0.5), s.nar_membership(P, Q, X, margin=0.5)
+    assert not loose.w_neurons[1] and loose.w_neurons[0]
+    assert not strict.network
+
+
+def test_membership_bad_input():
+    X, y = _par_example()
+    P = np.ones((2, 2))
+    with pytest.raises(ValueError, match="margin"):
+        s.par_membership(P, P, X, y, margin=-1)
+    with pytest.raises(ValueError, match="y must contain only labels"):
+        s.par_membership(P, P, X, np.array([1, 0, 1, -1]))
+    with pytest.raises(ValueError, match="y must have length"):
+        s.par_membership(P, P, X, y[:3])
+    with pytest.raises(ValueError, match="columns"):
+        s.nar_membership(P, P, np.ones((3, 5)))
+
+
+# ----------------------------------------------------------------- the PAR SVM
+
+def _gaussians(seed=0, n=40, d=3, shift=3.0):
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    X = rng.standard_normal((n, d)) * 0.5
+    X[:, 0] += shift * y
+    X[:, 1] += 1.0 + 0.5 * y
+    return X, y
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.1, 0.5, 0.9])
+def test_par_svm_kernel_form_equals_primal(alpha):
+    X, y = _gaussians()
+    w, u = s.par_svm(X, y, alpha)
+    ker = s.par_svm_kernel(X, y, alpha)
+    np.testing.assert_allclose(ker.w, w, atol=1e-5)
+    np.testing.assert_allclose(ker.u, u, atol=1e-5)
+    assert np.all(ker.beta >= 0)
+
+
+def test_par_svm_constraints_and_kernel():
+    X, y = _gaussians(seed=3)
+    alpha = 0.2
+    w, u = s.par_svm(X, y, alpha)
+    pos, neg = y > 0, y < 0
+    assert np.all(X[pos] @ w - alpha * X[pos] @ u >= 1 - 1e-6)
+    assert np.all(X[neg] @ u - alpha * X[neg] @ w >= 1 - 1e-6)
+    assert min((X[pos] @ w - alpha * X[pos] @ u).min(), (X[neg] @ u - alpha * X[neg] @ w).min()) \
+        == pytest.approx(1.0, abs=1e-5)
+    Phi = s.par_features(X, y, alpha)
+    np.testing.assert_allclose(s.par_kernel(X, y, alpha), Phi @ Phi.T, atol=1e-12)
+    # the PAR network built from (w, u) attains margin 1 with output k(w·x - αu·x) etc.
+    N = s.network_output(np.repeat(w[None], 3, 0), np.repeat(u[None], 3, 0), X, alpha)
+    assert np.all(y * N >= 3 * (1 - 1e-6))
+
+
+def test_par_svm_on_symmetric_data_is_the_linear_svm():
+    """Exactly symmetric data: u = −w and w ∝ the max-margin separator."""
+    X, y = _gaussians(seed=5)
+    Xs, ys = np.vstack([X[y > 0], -X[y > 0]]), np.concatenate([np.ones(20), -np.ones(20)])
+    w, u = s.par_svm(Xs, ys, 0.3)
+    np.testing.assert_allclose(u, -w, atol=1e-5)
+    assert s.angle_degrees(w, max_margin(Xs, ys)) < 1e-3
+
+
+def test_par_svm_infeasible_and_bad_input():
+    X = np.array([[1.0, 0.0], [-1.0, 0.0]])         # x and -x both positive: no (w, u)
+    with pytest.raises(NotSeparableError):
+        s.par_svm(X, np.array([1.0, 1.0]), 0.2)
+    with pytest.raises(NotSeparableError):
+        s.par_svm_kernel(X, np.array([1.0, 1.0]), 0.2)
+    with pytest.raises(ValueError, match="alpha"):
+        s.par_svm(*_gaussians(), alpha=1.0)
+    with pytest.raises(ValueError, match="alpha"):
+        s.par_svm(*_gaussians(), alpha="big")
+    with pytest.raises(ValueError, match="y must"):
+        s.par_svm(np.ones((3, 2)), np.array([1, 2, 1]), 0.2)
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        s.par_svm(np.ones(3), np.ones(3), 0.2)
+
+
+def test_par_prediction_and_angle():
+    X, y = _gaussians(seed=1)
+    assert np.all(s.par_prediction(X, y, 0.2) == y)
+    assert s.angle_degrees([1, 0], [0, 2]) == pytest.approx(90.0)
+    with pytest.raises(ValueError, match="non-zero"):
+        s.angle_degrees([0, 0], [1, 0])
+
+
+# ----------------------------------------------------------------- Thm 4.1
+
+def test_violating_epochs():
+    losses = np.array([0.5, 0.1, 0.05, 0.01, 0.001, 0.002])
+    np.testing.assert_array_equal(s.violating_epochs(losses, 2, 0.05), [True, True, False])
+    with pytest.raises(ValueError, match="whole number"):
+        s.violating_epochs(losses, 4, 0.1)
+    with pytest.raises(ValueError, match="eps"):
+        s.violating_epochs(losses, 2, 0)
+    with pytest.raises(ValueError, match="n must"):
+        s.violating_epochs(losses, 0, 0.1)
