@@ -55,6 +55,7 @@ def test_snapshots_on_log_grid(tiny):
     assert run.times[0] == 0.0
     np.testing.assert_allclose(np.log10(run.times[1:]), np.linspace(-1, 10, 11), atol=1e-8)
     assert np.all(np.diff(run.steps) >= 0)
+    np.testing.assert_array_equal(F.log_time_grid(5.0, 2), [0.0, 5.0])
 
 
 def test_late_phase_does_not_underflow(tiny):

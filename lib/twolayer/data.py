@@ -242,6 +242,8 @@ def _read_idx(path: Path) -> np.ndarray:
     zero, dtype_code, ndim = struct.unpack(">HBB", raw[:4])
     if zero != 0 or dtype_code != 0x08:
         raise ValueError(f"{path} is not an unsigned-byte IDX file (magic {raw[:4].hex()})")
+    if len(raw) < 4 + 4 * ndim:
+        raise ValueError(f"{path} is not an IDX file (header of {ndim} dimensions truncated)")
     shape = struct.unpack(">" + "I" * ndim, raw[4:4 + 4 * ndim])
     data = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
     if data.size != int(np.prod(shape)):

@@ -444,6 +444,8 @@ def log_time_grid(t_max: float, n: int, t_min: float | None = None) -> np.ndarra
     t_min = min(1e-2, t_max) if t_min is None else positive(t_min, "t_min")
     if t_min > t_max:
         raise ValueError(f"t_min={t_min:g} must be <= t_max={t_max:g}")
+    if int(n) == 2:  # np.logspace with one point returns the start, not t_max
+        return np.array([0.0, t_max])
     return np.concatenate([[0.0], np.logspace(np.log10(t_min), np.log10(t_max), int(n) - 1)])
 
 

@@ -133,7 +133,7 @@ class TwoLayerNet(nn.Module):
     def predict(self, X) -> np.ndarray:
         """``f(x)`` for the rows of ``X`` (NumPy in, NumPy out)."""
         with torch.no_grad():
-            x = torch.as_tensor(to_numpy(X), dtype=self.W.dtype)
+            x = torch.tensor(to_numpy(X), dtype=self.W.dtype)  # a copy: X may be read-only (Dataset)
             return self(x).cpu().numpy()
 
 

@@ -116,7 +116,7 @@ def flow_point(std: float = 0.5, alpha: float = 0.0, scale: float = 1e-3, width:
 
     data = synthesis_data(n, d, std=std, seed=seed, hinted=hinted)
     net = TwoLayerNet(d, width, alpha=alpha, init="balanced", scale=scale, seed=seed)
-    run = gradient_flow(net, data, t_max, rtol=rtol, atol=atol, n_snapshots=3)
+    run = gradient_flow(net, data, t_max, rtol=rtol, atol=atol, n_snapshots=3, max_steps=200_000)
     gaps = prediction_gaps(run.final["W"], run.final["a"], data, alpha, w_pm=max_margin_pair(data))
     return dict(std=std, alpha=alpha, scale=scale, width=width, hinted=hinted, **hypotheses(data), **gaps,
                 wall=run.wall_time, steps=run.config["steps"])

@@ -1,0 +1,111 @@
+"""Benchmark of the book build (``make bench``).
+
+Prints the wall time of ``twolayer build`` (what ``make book`` runs) from a clean
+``_build/``, the wall time of a second build with nothing changed (every notebook
+reused from the cache), and each notebook's execution time as recorded in
+``_build/executed/**/*.meta.json`` (``seconds``). Targets: the Phuong chapter
+executes in under 3 minutes; a no-change rebuild takes under 60 s.
+
+    .venv/bin/python benchmarks/build.py [--no-clean] [--jobs 2] [--execute-only]
+
+The project root is ``$TWOLAYER_ROOT`` if set (e.g. a small test book), else this
+repository. A clean build deletes ``<root>/_build`` first (cache included).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+NO_CHANGE_TARGET = 60.0
+CHAPTER_TARGETS = {"phuong2021": 180.0}
+
+
+def project_root() -> Path:
+    env = os.environ.get("TWOLAYER_ROOT")
+    return Path(env).resolve() if env else Path(__file__).resolve().parents[1]
+
+
+def twolayer_command() -> list[str]:
+    return [sys.executable, "-m", "twolayer.pipeline"]
+
+
+def timed_build(root: Path, command: str, jobs: int) -> tuple[float, int]:
+    """Run ``twolayer <command> --jobs N`` on ``root``; (wall seconds, exit status)."""
+    env = {**os.environ, "TWOLAYER_ROOT": str(root)}
+    start = time.perf_counter()
+    rc = subprocess.call(twolayer_command() + [command, "--jobs", str(jobs)], env=env, cwd=root)
+    return time.perf_counter() - start, rc
+
+
+def notebook_times(root: Path) -> dict[str, float]:
+    """``chapter/name -> seconds`` from the executed notebooks' meta.json."""
+    executed = root / "_build" / "executed"
+    out = {}
+    for meta in sorted(executed.rglob("*.meta.json")):
+        nb = str(meta.relative_to(executed)).removesuffix(".meta.json")
+        out[nb] = float(json.loads(meta.read_text())["seconds"])
+    return out
+
+
+def report(clean: float | None, nochange: float, times: dict[str, float]) -> list[str]:
+    """The benchmark's table, one line each; the verdict of each target."""
+    lines = []
+    if clean is not None:
+        lines.append(f"clean build (empty _build/):      {clean:8.1f} s")
+    ok = nochange < NO_CHANGE_TARGET
+    lines.append(f"no-change rebuild:                {nochange:8.1f} s   "
+                 f"(target < {NO_CHANGE_TARGET:.0f} s: {'met' if ok else 'MISSED'})")
+    lines.append("")
+    lines.append("per notebook (execution seconds, from _build/executed/**/*.meta.json):")
+    chapters: dict[str, float] = {}
+    for nb, s in sorted(times.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {s:8.1f} s  {nb}")
+        chapters[nb.split("/")[0]] = chapters.get(nb.split("/")[0], 0.0) + s
+    lines.append("")
+    lines.append("per chapter (sum of its notebooks' execution seconds):")
+    for ch, s in sorted(chapters.items()):
+        target = CHAPTER_TARGETS.get(ch)
+        verdict = f"   (target < {target:.0f} s: {'met' if s < target else 'MISSED'})" if target else ""
+        lines.append(f"  {s:8.1f} s  {ch}{verdict}")
+    lines.append(f"  {sum(times.values()):8.1f} s  total")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-clean", action="store_true",
+                        help="skip the clean build (time only the no-change rebuild)")
+    parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at a time (make book: 2)")
+    parser.add_argument("--execute-only", action="store_true",
+                        help="time `twolayer execute` (no rendering) instead of `twolayer build`")
+    args = parser.parse_args(argv)
+    root = project_root()
+    if not (root / "_toc.yml").exists():
+        parser.error(f"{root} is not the book's root (no _toc.yml); set TWOLAYER_ROOT")
+    command = "execute" if args.execute_only else "build"
+    clean = None
+    if not args.no_clean:
+        shutil.rmtree(root / "_build", ignore_errors=True)
+        print(f"clean {command} of {root} ...", flush=True)
+        clean, rc = timed_build(root, command, args.jobs)
+        if rc:
+            print(f"the clean {command} failed (exit {rc}); no timings", file=sys.stderr)
+            return rc
+    print(f"no-change {command} ...", flush=True)
+    nochange, rc = timed_build(root, command, args.jobs)
+    if rc:
+        print(f"the no-change {command} failed (exit {rc})", file=sys.stderr)
+        return rc
+    print("\n".join(["", f"benchmark of `twolayer {command} --jobs {args.jobs}` on {root}", ""]
+                    + report(clean, nochange, notebook_times(root))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""The trainers: GD/SGD/Adam, snapshots, the Trajectory, divergence and bad arguments."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from twolayer import data, flows, models
+
+
+@pytest.fixture
+def ds():
+    return data.orthant_data(n=30, d=4, seed=0)
+
+
+def test_gd_decreases_the_loss_on_separable_data(ds):
+    net = models.TwoLayerNet(4, 20, scale=0.1, seed=0)
+    traj = flows.gd(net, ds, lr=0.5, steps=200, n_snapshots=10)
+    assert traj.loss[-1] < 0.5 * traj.loss[0]
+    assert np.all(np.diff(traj.step_loss) <= 1e-12), "small-step GD decreases the loss monotonically"
+    assert np.all(ds.y * net.predict(ds.X) > 0), "separable data end up classified correctly"
+
+
+def test_reductions_differ_by_n(ds):
+    q = torch.tensor([0.0, 1.0, -2.0], dtype=torch.float64)
+    assert torch.isclose(flows.logistic_loss(q, "sum"), 3 * flows.logistic_loss(q, "mean"))
+    assert torch.isclose(flows.logistic_loss(torch.zeros(1, dtype=torch.float64)),
+                         torch.tensor(np.log(2.0), dtype=torch.float64))
+
+
+class Recorder(nn.Module):
+    """A linear model that records which examples (column 0 = index) it saw."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.lin = nn.Linear(d, 1, bias=False, dtype=torch.float64)
+        self.seen: list[list[int]] = []
+
+    def forward(self, x):
+        self.seen.append(x[:, 0].round().long().tolist())
+        return self.lin(x).squeeze(-1)
+
+
+def test_sgd_visits_each_point_once_per_epoch():
+    n = 10
+    X = np.column_stack([np.arange(n), np.ones(n)])
+    toy = data.Dataset(X, np.where(np.arange(n) % 2, 1, -1), "indexed", "test")
+    model = Recorder(2)
+    traj = flows.sgd(model, toy, lr=0.01, epochs=3, batch_size=4, snapshot_steps=[], seed=5)
+    assert traj.config["steps"] == 9, "ceil(10/4) = 3 batches per epoch"
+    batches = model.seen
+    assert [len(b) for b in batches] == [4, 4, 2] * 3
+    epochs = [sum(batches[3 * e:3 * e + 3], []) for e in range(3)]
+    for e in epochs:
+        assert sorted(e) == list(range(n)), "without replacement: every point exactly once"
+    assert epochs[0] != epochs[1], "a fresh permutation each epoch"
+    model2 = Recorder(2)
+    flows.sgd(model2, toy, lr=0.01, epochs=3, batch_size=4, snapshot_steps=[], seed=5)
+    assert model2.seen == batches, "the order is seeded"
+
+
+def test_snapshots_at_requested_steps_and_accessors(ds):
+    net = models.TwoLayerNet(4, 6, scale=0.1, seed=0)
+    norms = lambda m: float(m.W.detach().norm())  # noqa: E731
+    traj = flows.gd(net, ds, lr=0.2, steps=10, snapshot_steps=[0, 3, 7, 50], callbacks={"norm": norms})
+    assert traj.steps.tolist() == [0, 3, 7, 10], "requested steps, clipped to the run length"
+    assert np.allclose(traj.times, traj.steps * 0.2)
+    assert traj.param("W").shape == (4, 6, 4) and traj.param("a").shape == (4, 6)
+    assert np.array_equal(traj.final["W"], net.weights()[0])
+    assert np.allclose(traj.record("norm"), [np.linalg.norm(s["W"]) for s in traj.snapshots])
+    assert len(traj.loss) == 4 and len(traj.step_loss) == 10
+    assert traj.config["optimizer"] == "gd" and traj.wall_time > 0
+    with pytest.raises(KeyError, match="no record 'margin'; recorded: \\['norm'\\]"):
+        traj.record("margin")
+
+
+def test_default_snapshot_schedule():
+    s = flows.snapshot_schedule(1000, count=20)
+    assert s[0] == 0 and s[-1] == 1000 and np.all(np.diff(s) > 0)
+    assert (s < 100).sum() >= 5, "log-spaced early part"
+
+
+def test_snapshots_are_copies(ds):
+    net = models.TwoLayerNet(4, 3, seed=0)
+    traj = flows.gd(net, ds, lr=0.5, steps=3, snapshot_steps=[0, 3])
+    assert not np.array_equal(traj.snapshots[0]["W"], traj.snapshots[1]["W"])
+    clone = flows.load_state(net, traj.snapshots[0])
+    assert np.array_equal(clone.weights()[0], traj.snapshots[0]["W"])
+
+
+def test_adam_runs_and_records_step_counts(ds):
+    net = models.TwoLayerNet(4, 5, scale=0.1, seed=0)
+    traj = flows.adam(net, ds, lr=1e-2, epochs=2, batch_size=10, snapshot_steps=[0, 6])
+    assert traj.steps.tolist() == [0, 6] and traj.times.tolist() == [0.0, 6.0]
+
+
+def test_divergence_names_step_and_step_size(ds):
+    net = models.TwoLayerNet(4, 10, scale=1.0, seed=0)
+    with pytest.raises(flows.DivergenceError) as info:
+        flows.gd(net, ds, lr=1e200, steps=30)
+    msg = str(info.value)
+    assert re.search(r"at step \d+ with step size lr=1e\+200", msg), msg
+
+
+def test_nan_input_diverges_at_step_zero():
+    bad = data.Dataset(np.ones((3, 2)), [1, -1, 1], "x", "")
+    object.__setattr__(bad, "X", np.array([[np.nan, 1.0], [1.0, 1.0], [0.0, 1.0]]))
+    net = models.TwoLayerNet(2, 3, seed=0)
+    with pytest.raises(flows.DivergenceError, match=r"at step 0 with step size lr=0\.1"):
+        flows.gd(net, bad, lr=0.1, steps=5)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(optimizer="lbfgs", lr=0.1, steps=1), "optimizer must be one of"),
+    (dict(optimizer="gd", lr=0.1, steps=1, reduction="max"), "reduction must be one of"),
+    (dict(optimizer="gd", lr=0.0, steps=1), "lr must be > 0"),
+    (dict(optimizer="gd", lr=0.1), "steps must be a non-negative integer"),
+    (dict(optimizer="gd", lr=0.1, steps=-1), "steps must be a non-negative integer"),
+    (dict(optimizer="sgd", lr=0.1, batch_size=2), "epochs must be a non-negative integer"),
+    (dict(optimizer="sgd", lr=0.1, epochs=1), r"batch_size must be in \[1, 30\]"),
+    (dict(optimizer="adam", lr=0.1, epochs=1, batch_size=31), r"batch_size must be in \[1, 30\]"),
+])
+def test_bad_arguments(ds, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        flows.train(models.TwoLayerNet(4, 3), ds, **kwargs)
+
+
+def test_data_must_be_a_dataset(ds):
+    with pytest.raises(ValueError, match="data must be a twolayer.data.Dataset"):
+        flows.gd(models.TwoLayerNet(4, 3), (ds.X, ds.y), lr=0.1, steps=1)

@@ -1,0 +1,118 @@
+"""Phuong & Lampert (2021) checks on hand-made examples."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from twolayer import data
+from twolayer.theory import phuong2021 as P
+from twolayer.theory.margins import NotSeparableError
+
+# three points in the plane: x0 positive; x1, x2 negative
+X3 = np.array([[1.0, 0.0], [-1.0, 0.2], [0.0, -1.0]])
+Y3 = np.array([1.0, -1.0, -1.0])
+
+
+def test_is_orthogonally_separable():
+    assert P.is_orthogonally_separable([[1.0, 0.1], [1.0, -0.1], [-1.0, 0.0]], [1, 1, -1])
+    assert not P.is_orthogonally_separable([[1.0, 0.0], [0.0, 1.0]], [1, 1]), "x0·x1 = 0 within a class"
+    assert not P.is_orthogonally_separable([[1.0, 0.0], [1.0, 1.0]], [1, -1]), "x0·x1 > 0 across classes"
+    assert P.is_orthogonally_separable([[1.0, 0.0], [0.0, 1.0]], [1, -1]), "x0·x1 = 0 across classes is allowed"
+    ds = data.orthant_data(20, 4, seed=0)
+    assert P.is_orthogonally_separable(ds.X, ds.y)
+
+
+def test_max_margin_directions_hand_made():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 3.0], [-2.0, 0.0], [0.0, -2.0]])
+    y = np.array([1, 1, 1, -1, -1])
+    wp, wm = P.max_margin_directions(X, y)
+    assert np.allclose(wp, [1, 1], atol=1e-6) and np.allclose(wm, [-0.5, -0.5], atol=1e-6)
+    info = P.support_examples(X, y)
+    assert info.positive.tolist() == [0, 1] and info.negative.tolist() == [3, 4]
+    assert info.positive_spans and info.negative_spans
+    info1 = P.support_examples(np.array([[1.0, 0.0], [2.0, 1.0], [-1.0, 0.0]]), [1, 1, -1])
+    assert info1.positive.tolist() == [0] and not info1.positive_spans
+
+
+def test_max_margin_directions_not_separable_class():
+    X = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, -1.0]])
+    with pytest.raises(NotSeparableError, match="the positive examples admit no w"):
+        P.max_margin_directions(X, [1, 1, -1])
+
+
+def test_extremal_sectors_hand_made():
+    sp, sm = P.extremal_sectors(X3, Y3)
+    # σ+: x0 own; x1·x0 = −1 < 0 → −1; x2·x0 = 0 → 0
+    assert sp.tolist() == [1, -1, 0]
+    # σ−: x1, x2 own; x0·x1 = −1 < 0 → −1
+    assert sm.tolist() == [-1, 1, 1]
+
+
+def test_in_sector_and_neuron_groups():
+    W = np.array([[1.0, 0.0], [-1.0, -1.0], [-1.0, 0.0], [0.0, 0.0], [1.0, 0.0]])
+    a = np.array([1.0, -1.0, -1.0, 1.0, -1.0])
+    sp, sm = P.extremal_sectors(X3, Y3)
+    assert P.in_sector(W, X3, sp).tolist() == [True, False, False, False, True]
+    assert P.in_sector(W, X3, sm).tolist() == [False, True, False, False, False]
+    g = P.neuron_groups(W, a, X3, Y3)
+    assert g.plus.tolist() == [True, False, False, False, False]
+    assert g.minus.tolist() == [False, True, False, False, False]
+    assert g.dead.tolist() == [False, False, False, True, False]
+    assert g.other.tolist() == [False, False, True, False, True], "neuron 4 is in S_σ+ but has a < 0"
+
+
+def test_G_function():
+    assert np.isclose(P.G_function([1.0, 0.0], X3, Y3), 0.5)
+    assert np.isclose(P.G_function([5.0, 0.0], X3, Y3), 0.5), "defined on the sphere"
+    assert np.isclose(P.G_function([0.0, -1.0], X3, Y3), -0.5)
+    with pytest.raises(ValueError, match="w must be non-zero"):
+        P.G_function([0.0, 0.0], X3, Y3)
+    with pytest.raises(ValueError, match="w must have length 2"):
+        P.G_function([1.0, 0.0, 0.0], X3, Y3)
+
+
+def test_cosines_to_max_margin_and_balancedness():
+    W = np.array([[1.0, 1.0], [0.0, -1.0]])
+    c = P.cosines_to_max_margin(W, [2.0, -1.0], w_plus=[1.0, 1.0], w_minus=[-1.0, -1.0])
+    assert np.allclose(c, [1.0, 1 / np.sqrt(2)])
+    flips, gap = P.balancedness(W, [np.sqrt(2), -1.0], [1.0, 1.0])
+    assert flips == 1 and gap < 1e-12
+    assert P.balancedness(W, [1.0, 1.0], [1.0, 1.0]) == (0, 1.0)
+
+
+def test_lemma_c1_is_a_kkt_point():
+    ds = data.orthant_data(16, 3, seed=1)
+    c1 = P.lemma_c1_check(ds.X, ds.y, u=[1.0, 0.0, 2.0], z=[0.0, 1.0, 0.0])
+    assert np.isclose(c1.min_margin, 1.0, atol=1e-5)
+    assert c1.slackness < 1e-5 and c1.stationarity < 1e-4
+    assert np.all(c1.lambdas >= 0) and c1.W.shape == (3, 3)
+    assert np.allclose(np.abs(c1.a), np.linalg.norm(c1.W, axis=1)), "the limit is balanced"
+
+
+@pytest.mark.parametrize("u, z, match", [
+    ([1.0, 0.0], [0.0, 1.0, 0.0], "equal length"),
+    ([1.0, -1.0], [0.0, 1.0], "non-negative"),
+    ([1.0, 1.0], [0.0, 1.0], "u_j z_j = 0"),
+    ([0.0, 0.0], [0.0, 1.0], "both be non-zero"),
+])
+def test_lemma_c1_bad_u_z(u, z, match):
+    ds = data.orthant_data(10, 2, seed=0)
+    with pytest.raises(ValueError, match=match):
+        P.lemma_c1_check(ds.X, ds.y, u, z)
+
+
+@pytest.mark.parametrize("fn", [P.is_orthogonally_separable, P.max_margin_directions,
+                                P.extremal_sectors, P.support_examples])
+def test_bad_input_names_the_argument(fn):
+    with pytest.raises(ValueError, match=r"y must contain only labels -1 and \+1"):
+        fn(X3, [1, 0, -1])
+    with pytest.raises(ValueError, match="X must be 2-D"):
+        fn(np.ones(3), Y3)
+    with pytest.raises(ValueError, match="X must be non-empty"):
+        fn(np.ones((0, 2)), [])
+
+
+@pytest.mark.parametrize("fn", [P.max_margin_directions, P.extremal_sectors])
+def test_one_class_only_is_an_error(fn):
+    with pytest.raises(ValueError, match="y has no negative examples"):
+        fn(np.array([[1.0, 0.0], [0.0, 1.0]]), [1, 1])
