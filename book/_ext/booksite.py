@@ -40,6 +40,9 @@ def add_static(app) -> None:
 
 
 def setup(app):
+    # Load MathJax on every page, not only on pages whose body has math: the
+    # navigation sidebar shows page titles that contain math on every page.
+    app.set_html_assets_policy("always")
     app.connect("builder-inited", add_static)
     app.add_css_file("booksite.css")
     app.connect("html-page-context", dedupe_scripts, priority=900)
