@@ -580,9 +580,9 @@ def claims_markdown(paths: Paths) -> str:
            "| notebook | claims | hold | documented deviations | fail |", "|---|---|---|---|---|"]
     for nb, rs in by_nb.items():
         h, d, f = counts(rs)
-        out.append(f"| {{doc}}`{nb}` | {len(rs)} | {h} | {d} | {f} |")
+        out.append(f"| {{doc}}`{nb} <{nb}>` | {len(rs)} | {h} | {d} | {f} |")
     for nb, rs in by_nb.items():
-        out += ["", f"## {{doc}}`{nb}`", "",
+        out += ["", f"## {{doc}}`{nb} <{nb}>`", "",
                 "| claim | statement | measured | threshold | verdict |", "|---|---|---|---|---|"]
         for r in rs:
             stmt = r["statement"].replace("|", "\\|")
@@ -604,7 +604,7 @@ def parameters_markdown(paths: Paths) -> str:
     """Every notebook's parameters, read from its parameters cell."""
     out = []
     for nb in notebook_ids(paths):
-        out += [f"### {{doc}}`{nb}`", "",
+        out += [f"### {{doc}}`{nb} <{nb}>`", "",
                 f"{{download}}`Download {Path(nb).name}.ipynb </book/{nb}.ipynb>` (executed, with its run record)",
                 "", "```bash", f"twolayer rerun {nb} -p NAME VALUE ...", "```", "",
                 "| parameter | default | type | meaning |", "|---|---|---|---|"]
