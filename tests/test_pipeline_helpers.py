@@ -69,5 +69,5 @@ def test_claims_ledger_summary(tmp_path):
     (out / "nb.claims.json").write_text(json.dumps({"notebook": "ch/nb", "claims": claims}))
     text = pipeline.claims_markdown(paths)
     assert "**2 claims: 1 hold, 0 documented deviation(s) from a paper's claim, 1 fail.**" in text
-    assert "| {doc}`ch/nb` | 2 | 1 | 0 | 1 |" in text
+    assert "| {doc}`ch/nb <ch/nb>` | 2 | 1 | 0 | 1 |" in text
     assert "a \\| b" in text and "✓ holds" in text and "FAILS" in text
