@@ -16,9 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_factory import write_test_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -35,20 +34,11 @@ glue("value", value, display=False)"""
 
 
 def write_notebook(root: Path, nb: str) -> None:
-    cells = [new_markdown_cell(f"# {nb}\n\nThe value is {{glue:text}}`value:.3f`."),
-             new_code_cell("seed = 0  # seed of the data\nn = 20  # number of points"),
-             new_code_cell(BODY),
-             new_code_cell(f"from twolayer.claims import Ledger\nledger = Ledger({nb!r})\n"
-                           f"ledger.check('{nb.replace('/', '.')}.value', 'the seeded sum', value, '<', 1e6, "
-                           "'finite by construction')\n"
-                           f"ledger.check('{nb.replace('/', '.')}.n', 'the size', ds.n, '==', n, 'parameter n')\n"
-                           "ledger.finish(display=False)")]
-    cells[1].metadata["tags"] = ["parameters"]
-    out = new_notebook(cells=cells)
-    out.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = root / "book" / f"{nb}.ipynb"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(out, path)
+    key = nb.replace("/", ".")
+    write_test_notebook(root, nb, f"# {nb}\n\nThe value is {{glue:text}}`value:.3f`.",
+                        "seed = 0  # seed of the data\nn = 20  # number of points", BODY,
+                        [f"'{key}.value', 'the seeded sum', value, '<', 1e6, 'finite by construction'",
+                         f"'{key}.n', 'the size', ds.n, '==', n, 'parameter n'"])
 
 
 def make_root(root: Path) -> Path:

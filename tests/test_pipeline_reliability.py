@@ -18,7 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from notebook_factory import write_test_notebook
 
 pytestmark = pytest.mark.slow
 
@@ -32,18 +32,8 @@ def twolayer_cmd() -> list[str]:
 
 def write_notebook(root: Path, nb: str, body: str) -> None:
     """``book/<nb>.ipynb``: a parameters cell, ``body``, and a claims cell."""
-    cells = [new_markdown_cell(f"# {nb}"),
-             new_code_cell("seed = 0  # seed of nothing in particular"),
-             new_code_cell(body),
-             new_code_cell(f"from twolayer.claims import Ledger\nledger = Ledger({nb!r})\n"
-                           f"ledger.check('{nb.replace('/', '.')}.ran', 'the notebook ran', 1, '==', 1, 'trivial')\n"
-                           "ledger.finish(display=False)")]
-    cells[1].metadata["tags"] = ["parameters"]
-    out = new_notebook(cells=cells)
-    out.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path = root / "book" / f"{nb}.ipynb"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(out, path)
+    write_test_notebook(root, nb, f"# {nb}", "seed = 0  # seed of nothing in particular", body,
+                        [f"'{nb.replace('/', '.')}.ran', 'the notebook ran', 1, '==', 1, 'trivial'"])
 
 
 def make_book(root: Path, notebooks: dict[str, str]) -> Path:
