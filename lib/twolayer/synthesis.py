@@ -120,3 +120,56 @@ def flow_point(std: float = 0.5, alpha: float = 0.0, scale: float = 1e-3, width:
     gaps = prediction_gaps(run.final["W"], run.final["a"], data, alpha, w_pm=max_margin_pair(data))
     return dict(std=std, alpha=alpha, scale=scale, width=width, hinted=hinted, **hypotheses(data), **gaps,
                 wall=run.wall_time, steps=run.config["steps"])
+
+
+def early_phase(Ws, As, times, data: Dataset, alpha: float) -> dict[str, np.ndarray]:
+    """Min's cones, Lyu's phase-I direction and Sarussi's regimes along one trajectory.
+
+    ``Ws`` (T, m, d) and ``As`` (T, m) are the snapshots, ``times`` their flow
+    times (book time, mean loss). Returns, per snapshot:
+
+    * ``in_cones`` — fraction of neurons in their own cone or dead (Min et al.
+      Thm 1 (i): ``S+``/``S_dead`` for ``a_j > 0``, ``S−``/``S_dead`` for ``a_j < 0``),
+      from :func:`theory.min2024.membership_record`;
+    * ``mu_cos`` — mean over neurons of ``sign(a_k) cos(w_k, μ̄)``, ``μ̄`` the unit
+      :func:`theory.lyu2021.mu` (Lyu et al. Lemma 5.2: ``w_k ≈ r b̄_k μ̄``, ``sign b̄_k = sign a_k``
+      for the balanced init);
+    * ``nar``, ``par`` — fraction of neurons in Sarussi et al.'s NAR / PAR
+      (Defs 6.2, 6.3), the neurons grouped by the sign of ``a_j`` (``a_j > 0``:
+      the w's, ``a_j < 0``: the u's) since here the second layer is trained.
+    """
+    Ws = np.asarray(Ws, float)
+    As = np.asarray(As, float)
+    X, y = data.X, data.y
+    signs = np.sign(As)
+    record = min2024.membership_record(Ws, X, y)
+    own = np.where(signs > 0, min2024.S_PLUS, min2024.S_MINUS)
+    in_cones = ((record == own) | (record == min2024.S_DEAD)).mean(axis=1)
+    mbar = lyu2021.mu(X, y)
+    mbar = mbar / np.linalg.norm(mbar)
+    norms = np.linalg.norm(Ws, axis=2)
+    cos = np.divide(Ws @ mbar, norms, out=np.zeros_like(norms), where=norms > 0)
+    mu_cos = (signs * cos).mean(axis=1)
+    nar, par = [], []
+    for W, s in zip(Ws, signs):
+        pos, neg = W[s > 0], W[s < 0]
+        if len(pos) == 0 or len(neg) == 0:
+            nar.append(np.nan)
+            par.append(np.nan)
+            continue
+        nar.append(_split_fraction(sarussi2021.nar_membership, pos, neg, X))
+        par.append(_split_fraction(sarussi2021.par_membership, pos, neg, X, y))
+    return dict(t=np.asarray(times, float), in_cones=in_cones, mu_cos=mu_cos, nar=np.array(nar),
+                par=np.array(par), record=record, signs=signs)
+
+
+def _split_fraction(fn, pos: np.ndarray, neg: np.ndarray, *args) -> float:
+    """Fraction of neurons in a Sarussi regime when the two groups may differ in size.
+
+    Sarussi's functions take two (k, d) groups of equal size, but a neuron's
+    NAR/PAR membership depends only on its own group and the data, so each group
+    is passed as both arguments: the w-verdicts of ``fn(pos, pos)`` and the
+    u-verdicts of ``fn(neg, neg)``."""
+    w_in = fn(pos, pos, *args).w_neurons
+    u_in = fn(neg, neg, *args).u_neurons
+    return float((w_in.sum() + u_in.sum()) / (len(w_in) + len(u_in)))
