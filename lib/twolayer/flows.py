@@ -23,6 +23,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from .data import Dataset
+from .models import leaky_relu, two_layer_output
 from .validation import positive
 
 OPTIMIZERS = ("gd", "sgd", "adam")
@@ -334,8 +335,7 @@ class _MarginOracle:
         """``q_i(φ) = y_i f_φ(x_i)``."""
         if self.fast:
             W, a = self._Wa(phi)
-            Z = self.X @ W.T
-            return self.y * (np.where(Z > 0, Z, self.alpha * Z) @ a)
+            return self.y * two_layer_output(W, a, self.X, self.alpha)
         with torch.no_grad():
             self._load(phi)
             return (self.yt * self.model(self.Xt)).cpu().numpy().astype(float)
@@ -346,7 +346,7 @@ class _MarginOracle:
         if self.fast:
             W, a = self._Wa(phi)
             Z = self.X @ W.T
-            act = np.where(Z > 0, Z, self.alpha * Z)
+            act = leaky_relu(Z, self.alpha)
             q = self.y * (act @ a)
             w = omega(q) if callable(omega) else omega
             wy = w * self.y

@@ -137,10 +137,15 @@ class TwoLayerNet(nn.Module):
             return self(x).cpu().numpy()
 
 
+def leaky_relu(z, alpha: float = 0.0) -> np.ndarray:
+    """NumPy ``φ(z) = max(z, αz)`` (α = 0: ReLU), the activation of every paper."""
+    z = np.asarray(z, dtype=float)
+    return np.where(z > 0, z, alpha * z)
+
+
 def two_layer_output(W: np.ndarray, a: np.ndarray, X: np.ndarray, alpha: float = 0.0) -> np.ndarray:
     """NumPy ``f(x) = Σ_j a_j φ(w_j·x)`` for snapshots stored in a Trajectory."""
-    Z = np.asarray(X) @ np.asarray(W).T
-    return np.where(Z > 0, Z, alpha * Z) @ np.asarray(a)
+    return leaky_relu(np.asarray(X) @ np.asarray(W).T, alpha) @ np.asarray(a)
 
 
 class ResidualNet(nn.Module):

@@ -19,7 +19,7 @@ from ..data import Dataset, symmetric_augment  # noqa: F401  (re-exported: Assum
 from ..flows import Trajectory, train
 from ..metrics import normalized_margin as _normalized_margin
 from ..metrics import parameter_norm
-from ..models import two_layer_output
+from ..models import leaky_relu, two_layer_output
 from ..validation import as_matrix, as_vector, as_xy, positive
 from .margins import KKTReport, _margin_gradients, kkt_two_layer, max_margin
 
@@ -37,10 +37,6 @@ def _alpha(alpha: float) -> float:
     if not 0.0 <= a < 1.0:
         raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
     return a
-
-
-def _phi(z: np.ndarray, alpha: float) -> np.ndarray:
-    return np.where(z > 0, z, alpha * z)
 
 
 def _wa(W, a) -> tuple[np.ndarray, np.ndarray]:
@@ -240,7 +236,7 @@ def hinted_limit_function(X, w_star, alpha: float) -> np.ndarray:
     """Theorem 6.2: ``f^∞(x) = ½ φ(⟨w*, x⟩)`` (one leaky-ReLU neuron, unit-norm θ)."""
     X = as_matrix(X, "X")
     w = as_vector(w_star, "w_star", X.shape[1])
-    return 0.5 * _phi(X @ w, _alpha(alpha))
+    return 0.5 * leaky_relu(X @ w, _alpha(alpha))
 
 
 def global_max_margin_symmetric(X, y, alpha: float) -> float:

@@ -11,6 +11,7 @@ import cvxpy as cp
 import numpy as np
 from scipy.optimize import nnls
 
+from ..models import leaky_relu, two_layer_output
 from ..validation import as_matrix, as_vector, as_xy
 
 
@@ -92,7 +93,7 @@ class KKTReport:
 def _margin_gradients(W, a, X, y, alpha):
     """Rows: ``∇_θ q_i`` for ``θ = (W, a)`` flattened, for every example."""
     Z = X @ W.T                                    # (n, m)
-    act = np.where(Z > 0, Z, alpha * Z)            # φ(w_j·x_i)
+    act = leaky_relu(Z, alpha)                      # φ(w_j·x_i)
     slope = np.where(Z > 0, 1.0, alpha)            # φ'(w_j·x_i), φ'(0) := α
     gW = (y[:, None] * slope * a[None, :])[:, :, None] * X[:, None, :]   # (n, m, d)
     ga = y[:, None] * act                           # (n, m)
@@ -110,7 +111,7 @@ def kkt_two_layer(W, a, X, y, alpha: float = 0.0, tight_tol: float = 1e-3) -> KK
     X, y = as_xy(X, y)
     W = as_matrix(W, "W")
     a = as_vector(a, "a", W.shape[0])
-    q = y * (np.where(X @ W.T > 0, X @ W.T, alpha * (X @ W.T)) @ a)
+    q = y * two_layer_output(W, a, X, alpha)
     qmin = float(q.min())
     if qmin <= 0:
         raise ValueError(f"the network does not classify every point correctly (min margin {qmin:.3g})")

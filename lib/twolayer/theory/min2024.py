@@ -31,6 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..metrics import row_cosines
 from ..validation import as_matrix, as_vector, as_xy, positive, to_numpy
 
 #: Cone codes used by :func:`cone_membership` and :func:`membership_record`.
@@ -305,11 +306,6 @@ class Alignment:
     max_minus: float
 
 
-def _cos_rows(W: np.ndarray, r: np.ndarray) -> np.ndarray:
-    n = np.linalg.norm(W, axis=1) * np.linalg.norm(r)
-    return np.divide(W @ r, n, out=np.zeros(len(W)), where=n > 0)
-
-
 def alignment(W, v, X, y) -> Alignment:
     """Alignment of the positive neurons (``v_j > 0``) with ``x+`` and of the negative
     ones with ``x−`` (Fig 5); ``sign v_j`` is taken at the given state (the
@@ -321,8 +317,8 @@ def alignment(W, v, X, y) -> Alignment:
         if not mask.any():
             out += [np.nan] * 3
             continue
-        c = _cos_rows(W[mask], ref)
-        out += [float(_cos_rows(W[mask].mean(axis=0, keepdims=True), ref)[0]), float(c.min()), float(c.max())]
+        c = row_cosines(W[mask], ref)
+        out += [float(row_cosines(W[mask].mean(axis=0, keepdims=True), ref)[0]), float(c.min()), float(c.max())]
     return Alignment(out[0], out[1], out[2], out[3], out[4], out[5])
 
 

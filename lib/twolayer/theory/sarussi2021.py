@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import cvxpy as cp
 import numpy as np
 
+from .. import models
 from ..validation import as_matrix, as_xy, to_numpy
 from .margins import NotSeparableError, svm
 
@@ -91,8 +92,7 @@ def split_neurons(W, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
 
 def leaky_relu(z, alpha: float) -> np.ndarray:
     """``σ(z) = max(z, αz)`` (§3)."""
-    z = np.asarray(to_numpy(z), dtype=float)
-    return np.where(z > 0, z, _alpha(alpha) * z)
+    return models.leaky_relu(to_numpy(z), _alpha(alpha))
 
 
 def network_output(W_pos, W_neg, X, alpha: float) -> np.ndarray:
