@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 JOBS ?= 2
 STAMP := $(VENV)/.installed
 
-.PHONY: book test unit notebooks site browser bench rerun clean distclean
+.PHONY: book test unit notebooks site browser bench rerun lock clean distclean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ browser: site
 ## make bench: timings of the build (clean, no-change) and per notebook
 bench: $(STAMP)
 	$(BIN)/python benchmarks/build.py
+
+## make lock: store each notebook's claims table from the last `make book` in its
+## source notebook (nbval compares it); run after a change that moves a claim on purpose
+lock: $(STAMP)
+	$(BIN)/twolayer lock
 
 ## make rerun NB=phuong2021/fig1_two_layer ARGS="-p width 200"
 rerun: $(STAMP)

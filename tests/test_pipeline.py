@@ -46,10 +46,10 @@ def make_root(root: Path) -> Path:
     (root / "_config.yml").write_text("title: test book\nonly_build_toc_files: true\n"
                                       "execute:\n  execute_notebooks: 'off'\n")
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\nchapters:\n"
-                                   "  - file: book/t/a\n  - file: book/t/b\n")
+                                   "  - file: book/synthesis/a\n  - file: book/synthesis/b\n")
     (root / "book").mkdir(parents=True, exist_ok=True)
     (root / "book" / "intro.md").write_text("# Test book\n")
-    for nb in ("t/a", "t/b"):
+    for nb in ("synthesis/a", "synthesis/b"):
         write_notebook(root, nb)
     shutil.copytree(LIB, root / "lib" / "twolayer", ignore=shutil.ignore_patterns("__pycache__"))
     return root
@@ -114,17 +114,17 @@ def test_cache_reuse_and_invalidation(root):
 
 
 def test_changing_a_parameter_re_executes_and_rerun_prints_claims(root):
-    run(root, "execute", "t/a")
-    res = run(root, "rerun", "t/a", "-p", "seed", "3")
+    run(root, "execute", "synthesis/a")
+    res = run(root, "rerun", "synthesis/a", "-p", "seed", "3")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "executing 1 notebook(s) (0 cached)" in res.stdout, "new parameters: a new run"
     assert "[holds] t.a.value" in res.stdout and "[holds] t.a.n" in res.stdout
     reruns = list((root / "_build" / "reruns" / "t").glob("a-*.ipynb"))
     assert len(reruns) == 1
     assert "`seed = 3`" in reruns[0].read_text(), "the run record names the seed"
-    cached = run(root, "rerun", "t/a", "-p", "seed", "3")
+    cached = run(root, "rerun", "synthesis/a", "-p", "seed", "3")
     assert "(cached)" in cached.stdout and "executing" not in cached.stdout
-    default = json.loads(claims_text(root, "t/a"))
+    default = json.loads(claims_text(root, "synthesis/a"))
     assert default["claims"][0]["measured"] != json.loads(
         (next(p for p in (root / "_build" / "cache").iterdir()
               if json.loads((p / "meta.json").read_text()).get("parameters") == {"seed": 3}) / "claims.json"
@@ -132,22 +132,22 @@ def test_changing_a_parameter_re_executes_and_rerun_prints_claims(root):
 
 
 def test_rerun_with_an_unknown_parameter_lists_the_valid_ones(root):
-    res = run(root, "rerun", "t/a", "-p", "width", "5")
+    res = run(root, "rerun", "synthesis/a", "-p", "width", "5")
     assert res.returncode != 0
     assert "unknown parameter(s) width" in res.stderr
     assert "seed = 0" in res.stderr and "n = 20" in res.stderr, res.stderr
-    unknown_nb = run(root, "rerun", "t/zzz")
-    assert unknown_nb.returncode != 0 and "t/a" in unknown_nb.stderr and "t/b" in unknown_nb.stderr
+    unknown_nb = run(root, "rerun", "synthesis/zzz")
+    assert unknown_nb.returncode != 0 and "synthesis/a" in unknown_nb.stderr and "synthesis/b" in unknown_nb.stderr
 
 
 def test_two_forced_executions_give_identical_claims(root):
     first = run(root, "execute", "--force", "--jobs", "2")
     assert first.returncode == 0, first.stderr
-    a1, b1 = claims_text(root, "t/a"), claims_text(root, "t/b")
+    a1, b1 = claims_text(root, "synthesis/a"), claims_text(root, "synthesis/b")
     second = run(root, "execute", "--force", "--jobs", "2")
     assert second.returncode == 0, second.stderr
     assert "executing 2 notebook(s)" in second.stdout
-    assert claims_text(root, "t/a") == a1 and claims_text(root, "t/b") == b1
+    assert claims_text(root, "synthesis/a") == a1 and claims_text(root, "synthesis/b") == b1
 
 
 def test_build_benchmark_on_the_tiny_book(root):
@@ -157,7 +157,7 @@ def test_build_benchmark_on_the_tiny_book(root):
     assert res.returncode == 0, res.stdout + res.stderr
     out = res.stdout
     assert "clean execute (empty _build/):" not in out
-    for needle in ("clean build (empty _build/):", "no-change rebuild:", "t/a", "t/b", "total"):
+    for needle in ("clean build (empty _build/):", "no-change rebuild:", "synthesis/a", "synthesis/b", "total"):
         assert needle in out, out
     nochange = run(root, "execute")
     assert "executing" not in nochange.stdout, "the benchmark left a complete cache"

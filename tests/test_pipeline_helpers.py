@@ -60,14 +60,20 @@ def test_run_record_cell_lists_seed_versions_parameters_time():
 
 def test_claims_ledger_summary(tmp_path):
     paths = pipeline.Paths(tmp_path)
-    out = paths.executed / "ch"
+    out = paths.executed / "lyu2021"
     out.mkdir(parents=True)
-    claims = [dict(id="ch.a", statement="a | b", measured=1.0, relation="<=", threshold=2.0, why="w",
-                   notebook="ch/nb", deviation="", holds=True, verdict="holds"),
-              dict(id="ch.b", statement="b", measured=3.0, relation="<=", threshold=2.0, why="w",
-                   notebook="ch/nb", deviation="", holds=False, verdict="FAILS")]
-    (out / "nb.claims.json").write_text(json.dumps({"notebook": "ch/nb", "claims": claims}))
+    base = dict(source="Thm 4.2", relation="<=", threshold=2.0, why="w", diagnosis="", note="")
+    claims = [dict(base, id="lyu2021.a.b", kind="prediction", statement="a | b", measured=1.0,
+                   rival=dict(name="linear model", measured=7.5e-9), verdict="holds"),
+              dict(base, id="lyu2021.a.c", kind="identity", statement="c", measured=3.0, rival=None,
+                   verdict="fails"),
+              dict(base, id="lyu2021.a.d", kind="prediction", statement="d", measured=3.0e12, verdict="does not reproduce",
+                   rival=dict(name="r", measured=4.0), diagnosis="ran longer: same")]
+    (out / "nb.claims.json").write_text(json.dumps({"notebook": "lyu2021/nb", "claims": claims}))
     text = pipeline.claims_markdown(paths)
-    assert "**2 claims: 1 hold, 0 documented deviation(s) from a paper's claim, 1 fail.**" in text
-    assert "| {doc}`ch/nb <ch/nb>` | 2 | 1 | 0 | 1 |" in text
-    assert "a \\| b" in text and "✓ holds" in text and "FAILS" in text
+    assert "**3 claims: 1 hold, 1 do not reproduce, 1 fail.**" in text
+    assert "| lyu2021 | 3 | 2 | 1 | 0 | 1 | 1 | 1 |" in text, text
+    assert "| prediction | 2 | 1 | 1 | 0 |" in text and "| identity | 1 | 0 | 0 | 1 |" in text
+    assert "a \\| b" in text and "✓ holds" in text and "✗ **fails**" in text
+    assert "linear model: 7.5e-9" in text and "3e+12" in text and "⚠ does not reproduce: ran longer: same" in text
+

@@ -81,19 +81,19 @@ FAST = "x = sum(range(10))"
 
 
 def test_failing_notebook_is_reported_and_build_exits_nonzero(tmp_path):
-    root = make_book(tmp_path, {"t/good": FAST,
-                                "t/broken": "def ratio(a, b):\n    return a / b\n\nratio(1, 0)"})
+    root = make_book(tmp_path, {"synthesis/good": FAST,
+                                "synthesis/broken": "def ratio(a, b):\n    return a / b\n\nratio(1, 0)"})
     res = run(root, "build", "--jobs", "2")
     assert res.returncode != 0, res.stdout + res.stderr
     err = res.stderr
-    assert "=== t/broken FAILED ===" in err, err
+    assert "=== synthesis/broken FAILED ===" in err, err
     assert "cell 2" in err, "the failing cell is named"
     assert "ZeroDivisionError" in err and "division by zero" in err, err
     assert "return a / b" in err, "the traceback (with the failing line) is shown"
     assert "ratio(1, 0)" in err, "the failing cell's source is shown"
     assert "not rendering" in err
-    assert "FAILED t/broken" in res.stdout and "ok     t/good" in res.stdout, res.stdout
-    assert "t/good FAILED" not in err
+    assert "FAILED synthesis/broken" in res.stdout and "ok     synthesis/good" in res.stdout, res.stdout
+    assert "synthesis/good FAILED" not in err
     assert (root / "_build" / "failed" / "t" / "broken.ipynb").exists(), "the failed notebook is kept"
     entries, tmps = cache_state(root)
     assert not tmps
@@ -104,7 +104,7 @@ def test_failing_notebook_is_reported_and_build_exits_nonzero(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
-    root = make_book(tmp_path, {"t/fast": FAST, "t/slow": SLOW})
+    root = make_book(tmp_path, {"synthesis/fast": FAST, "synthesis/slow": SLOW})
     env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: "600"}
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with open(out, "w") as fo, open(err, "w") as fe:
@@ -127,12 +127,12 @@ def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
             proc.kill()
             proc.wait()
     assert rc == 128 + sig, f"exit status {rc}: {err.read_text()}"
-    assert "interrupted" in err.read_text() and "t/slow" in err.read_text(), err.read_text()
+    assert "interrupted" in err.read_text() and "synthesis/slow" in err.read_text(), err.read_text()
     entries, tmps = cache_state(root)
     assert not tmps, f"partial entries left: {tmps}"
     assert len(entries) == 1, entries
     assert all((entries[0] / name).exists() for name in ("notebook.ipynb", "meta.json", "claims.json"))
-    assert json.loads((entries[0] / "meta.json").read_text())["notebook"] == "t/fast"
+    assert json.loads((entries[0] / "meta.json").read_text())["notebook"] == "synthesis/fast"
     time.sleep(0.5)
     assert not kernels_of(root), "a kernel of the interrupted build is still running"
 
@@ -140,7 +140,7 @@ def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
     again = run(root, "execute", "--jobs", "2")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "executing 1 notebook(s) (1 cached)" in again.stdout, again.stdout
-    assert "ok     t/slow" in again.stdout and "t/fast" not in again.stdout, again.stdout
+    assert "ok     synthesis/slow" in again.stdout and "synthesis/fast" not in again.stdout, again.stdout
     entries, tmps = cache_state(root)
     assert len(entries) == 2 and not tmps
     assert (root / "_build" / "cache" / entries[0].name / "meta.json").exists()
@@ -149,7 +149,7 @@ def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
 
 def test_abandoned_temporary_folders_are_removed(tmp_path):
     """A build killed with SIGKILL cannot clean up: the next one does."""
-    root = make_book(tmp_path, {"t/fast": FAST})
+    root = make_book(tmp_path, {"synthesis/fast": FAST})
     cache = root / "_build" / "cache"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -166,8 +166,8 @@ def test_abandoned_temporary_folders_are_removed(tmp_path):
 
 
 def test_run_record_shows_versions_seed_parameters_and_time(tmp_path):
-    root = make_book(tmp_path, {"t/fast": FAST})
-    res = run(root, "rerun", "t/fast", "-p", "seed", "7")
+    root = make_book(tmp_path, {"synthesis/fast": FAST})
+    res = run(root, "rerun", "synthesis/fast", "-p", "seed", "7")
     assert res.returncode == 0, res.stderr
     entry = next(p for p in (root / "_build" / "cache").iterdir() if not p.name.startswith("."))
     nb = nbformat.read(entry / "notebook.ipynb", as_version=4)

@@ -174,10 +174,18 @@ def lib_fingerprint(paths: Paths) -> str:
     return _hash_files(sorted(paths.lib.rglob("*.py")), paths.lib)
 
 
+def notebook_source(path: Path) -> bytes:
+    """A notebook's cells without outputs: locking the claims output
+    (``twolayer lock``) does not change what a run computes."""
+    nb = json.loads(path.read_text())
+    cells = [{k: v for k, v in c.items() if k not in ("outputs", "execution_count")} for c in nb["cells"]]
+    return json.dumps(cells, sort_keys=True).encode()
+
+
 def cache_key(paths: Paths, nb: str, params: dict, lib_hash: str | None = None) -> str:
     """The key of a run: notebook source, library, data and parameters."""
     h = hashlib.sha256()
-    for part in (resolve(paths, nb).read_bytes(), (lib_hash or lib_fingerprint(paths)).encode(),
+    for part in (notebook_source(resolve(paths, nb)), (lib_hash or lib_fingerprint(paths)).encode(),
                  data_mod.fingerprint().encode(), json.dumps(params, sort_keys=True).encode(),
                  nb.encode()):
         h.update(hashlib.sha256(part).digest())
@@ -395,7 +403,8 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
     try:
         for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
             tmp = _tmp_dir(paths.cache, key)
-            os.environ.update({claims_mod.CLAIMS_ENV: str(tmp / "claims.json"), "TWOLAYER_THREADS": str(threads),
+            os.environ.update({claims_mod.CLAIMS_ENV: str(tmp / "claims.json"), claims_mod.PAGE_ENV: nb,
+                               "TWOLAYER_THREADS": str(threads),
                                "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
                                "MPLBACKEND": "module://matplotlib_inline.backend_inline",
                                "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
@@ -562,42 +571,64 @@ def publish(paths: Paths, results: list[RunResult]) -> None:
 
 
 def claims_markdown(paths: Paths) -> str:
-    """The ledger: a summary (overall and per notebook), then each notebook's
-    claims in a table under a link to the notebook."""
+    """The ledger: counts per chapter and per kind, then each page's claims in a
+    table (id, paper item, kind, statement, measured, test, rival, verdict)."""
     rows = claims_mod.load_all(paths.executed)
+    return "\n".join(_ledger_summary(rows) + _ledger_tables(rows))
+
+
+def _verdict_counts(rows: list[dict]) -> list[int]:
+    return [sum(r["verdict"] == v for r in rows) for v in claims_mod.VERDICTS]
+
+
+def _ledger_summary(rows: list[dict]) -> list[str]:
+    h, f, d = _verdict_counts(rows)
+    out = [f"**{len(rows)} claims: {h} hold, {d} do not reproduce, {f} fail.**", "",
+           "| chapter | claims | " + " | ".join(claims_mod.KINDS) + " | hold | do not reproduce | fail |",
+           "|---" * (5 + len(claims_mod.KINDS)) + "|"]
+    for chapter in claims_mod.CHAPTERS:
+        rs = [r for r in rows if r["notebook"].split("/")[0] == chapter]
+        if not rs:
+            continue
+        kinds = [sum(r["kind"] == k for r in rs) for k in claims_mod.KINDS]
+        h, f, d = _verdict_counts(rs)
+        out.append(f"| {chapter} | {len(rs)} | " + " | ".join(map(str, kinds)) + f" | {h} | {d} | {f} |")
+    out += ["", "| kind | claims | hold | do not reproduce | fail (assumptions: not met) |", "|---|---|---|---|---|"]
+    for kind in claims_mod.KINDS:
+        rs = [r for r in rows if r["kind"] == kind]
+        h, f, d = _verdict_counts(rs)
+        out.append(f"| {kind} | {len(rs)} | {h} | {d} | {f} |")
+    return out
+
+
+def _ledger_tables(rows: list[dict]) -> list[str]:
+    out: list[str] = []
     by_nb: dict[str, list[dict]] = {}
     for r in rows:
         by_nb.setdefault(r["notebook"], []).append(r)
-
-    def counts(rs: list[dict]) -> tuple[int, int, int]:
-        held = sum(bool(r["holds"]) for r in rs)
-        documented = sum(r.get("verdict") == "deviates (documented)" for r in rs)
-        return held, documented, len(rs) - held - documented
-
-    held, documented, failed = counts(rows)
-    out = [f"**{len(rows)} claims: {held} hold, {documented} documented deviation(s) from a paper's claim, "
-           f"{failed} fail.**", "",
-           "| notebook | claims | hold | documented deviations | fail |", "|---|---|---|---|---|"]
-    for nb, rs in by_nb.items():
-        h, d, f = counts(rs)
-        out.append(f"| {{doc}}`{nb} <{nb}>` | {len(rs)} | {h} | {d} | {f} |")
     for nb, rs in by_nb.items():
         out += ["", f"## {{doc}}`{nb} <{nb}>`", "",
-                "| claim | statement | measured | threshold | verdict |", "|---|---|---|---|---|"]
+                "| claim | paper | kind | statement | measured | test | rival | verdict |",
+                "|---|---|---|---|---|---|---|---|"]
         for r in rs:
-            stmt = r["statement"].replace("|", "\\|")
-            out.append(f"| `{r['id']}` | {stmt} | {r['measured']:.4g} | {r['relation']} {r['threshold']:.4g} | "
+            sig = claims_mod.significant
+            rival = r.get("rival")
+            riv = f"{_cell(rival['name'])}: {sig(rival['measured'], 3)}" if rival else "—"
+            out.append(f"| `{r['id']}` | {_cell(r['source'])} | {r['kind']} | {_cell(r['statement'])} | "
+                       f"{sig(r['measured'], 3)} | {r['relation']} {sig(r['threshold'], 3)} | {riv} | "
                        f"{_verdict_badge(r)} |")
-    return "\n".join(out)
+    return out
 
 
 def _verdict_badge(row: dict) -> str:
     # ✓ ⚠ ✗ are in common text fonts (unlike emoji, which need an emoji font)
-    if row["holds"]:
+    if row["verdict"] == "holds":
         return "✓ holds"
-    if row.get("verdict") == "deviates (documented)":
-        return f"⚠ deviates (documented): {row['deviation']}"
-    return "✗ **FAILS**"
+    if row["verdict"] == "does not reproduce":
+        return f"⚠ does not reproduce: {_cell(row['diagnosis'])}"
+    if row["kind"] == "assumption" and row.get("note"):
+        return f"○ not met: {_cell(row['note'])}"
+    return "✗ **fails**"
 
 
 def parameters_markdown(paths: Paths) -> str:
@@ -675,9 +706,11 @@ def report_failures(results: list[RunResult]) -> int:
 
 
 def print_claims(claims: list[dict]) -> None:
+    sig = claims_mod.significant
     for c in claims:
-        print(f"  [{c.get('verdict', 'holds' if c['holds'] else 'FAILS')}] {c['id']}: measured {c['measured']:.4g} "
-              f"{c['relation']} {c['threshold']:.4g} — {c['statement']}")
+        rival = f" (rival {c['rival']['name']}: {sig(c['rival']['measured'], 4)})" if c.get("rival") else ""
+        print(f"  [{c['verdict']}] {c['id']} ({c['kind']}, {c['source']}): measured {sig(c['measured'], 4)} "
+              f"{c['relation']} {sig(c['threshold'], 4)}{rival} — {c['statement']}")
 
 
 # ------------------------------------------------------------------ commands
@@ -733,8 +766,46 @@ def cmd_params(args, paths: Paths) -> int:
 def cmd_claims(args, paths: Paths) -> int:
     rows = claims_mod.load_all(paths.executed)
     print_claims(rows)
-    print(f"{len(rows)} claims, {sum(r['holds'] for r in rows)} hold")
-    return 0 if all(r["holds"] or r.get("verdict") == "deviates (documented)" for r in rows) else 1
+    print(f"{len(rows)} claims, {sum(r['verdict'] == 'holds' for r in rows)} hold, "
+          f"{sum(r['verdict'] == 'does not reproduce' for r in rows)} do not reproduce")
+    return 0 if all(r["verdict"] != "fails" or (r["kind"] == "assumption" and r.get("note")) for r in rows) else 1
+
+
+CHECK_TAG = "nbval-check-output"
+
+
+def lock(paths: Paths, nbs: list[str]) -> list[str]:
+    """Copy the output of each notebook's claims cell (the one tagged
+    ``nbval-check-output``) from the last build into the source notebook, and
+    clear every other stored output, so that nbval compares the claims table."""
+    import nbformat
+
+    done = []
+    for nb in nbs:
+        src, built = resolve(paths, nb), paths.executed / f"{nb}.ipynb"
+        if not built.exists():
+            raise SystemExit(f"{nb}: not built yet; run `twolayer build` first")
+        source, executed = nbformat.read(src, as_version=4), nbformat.read(built, as_version=4)
+        outputs = [c.outputs for c in executed.cells if CHECK_TAG in c.metadata.get("tags", [])]
+        targets = [c for c in source.cells if CHECK_TAG in c.metadata.get("tags", [])]
+        if len(outputs) != 1 or len(targets) != 1:
+            raise SystemExit(f"{nb}: expected exactly one cell tagged {CHECK_TAG!r} (the claims cell)")
+        if any(o.get("output_type") == "error" for o in outputs[0]):
+            raise SystemExit(f"{nb}: the claims cell of the last build raised; fix it before locking")
+        for cell in source.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
+        targets[0].outputs = outputs[0]
+        nbformat.write(source, src)
+        done.append(nb)
+    return done
+
+
+def cmd_lock(args, paths: Paths) -> int:
+    nbs = [page_id(paths, n) for n in args.notebooks] if args.notebooks else notebook_ids(paths)
+    for nb in lock(paths, nbs):
+        print(f"locked {nb}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -756,6 +827,10 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_params)
     p = sub.add_parser("claims", help="print the claims ledger of the last build")
     p.set_defaults(fn=cmd_claims)
+    p = sub.add_parser("lock", help="store each notebook's claims table from the last build "
+                       "in its source (what nbval compares)")
+    p.add_argument("notebooks", nargs="*", help="chapter/name (default: all)")
+    p.set_defaults(fn=cmd_lock)
     args = parser.parse_args(argv)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) if main_thread else None
