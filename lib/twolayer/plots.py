@@ -10,11 +10,57 @@ from .metrics import singular_values, top_singular_directions
 POS, NEG, DEAD = "#d1495b", "#00798c", "#9e9e9e"
 
 
+# The book's text column is about 740 px wide. A figure wider than PAGE_WIDTH
+# inches is shrunk to fit, so its fonts shrink with it: keep figures at most
+# PAGE_WIDTH wide (stack panels instead of widening) and fonts at least MIN_FONT.
+PAGE_WIDTH = 7.4
+MIN_FONT = 10
+
+
 def set_style() -> None:
-    """Seaborn whitegrid, colour-blind palette, compact figures."""
+    """Seaborn whitegrid, colour-blind palette, fonts readable at the page's width."""
     sns.set_theme(style="whitegrid", palette="colorblind", context="notebook",
-                  rc={"figure.dpi": 100, "savefig.dpi": 100, "figure.figsize": (6.4, 4.0),
-                      "axes.titlesize": "medium"})
+                  rc={"figure.dpi": 100, "savefig.dpi": 100, "figure.figsize": (PAGE_WIDTH, 4.2),
+                      "font.size": MIN_FONT + 1, "axes.titlesize": MIN_FONT + 1,
+                      "axes.labelsize": MIN_FONT + 1, "legend.fontsize": MIN_FONT,
+                      "xtick.labelsize": MIN_FONT, "ytick.labelsize": MIN_FONT,
+                      "legend.title_fontsize": MIN_FONT, "figure.constrained_layout.use": True})
+
+
+def panels(rows: int = 1, cols: int = 1, height: float = 3.4, **kwargs):
+    """``plt.subplots`` at the page's width: ``cols`` panels side by side (at
+    most 2 keep labels readable), each ``height`` inches tall."""
+    if cols > 2:
+        raise ValueError(f"cols={cols}: at most 2 panels side by side stay readable; stack them (rows)")
+    fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH, height * rows), **kwargs)
+    return fig, axes
+
+
+def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fill: str = "sign",
+                      cmap: str = "RdBu_r", colorbar: bool = False) -> np.ndarray:
+    """Draw a 2-D classifier ``f`` (a map from an (m, 2) array to m outputs) on
+    ``[-lim, lim]²``: shaded by sign (``fill="sign"``) or by value (``"value"``),
+    the zero set as a black line, and the data ``X`` (markers by label ``y``).
+    Returns the outputs on the grid (shape (n, n))."""
+    if fill not in ("sign", "value"):
+        raise ValueError(f"fill must be 'sign' or 'value', got {fill!r}")
+    g = np.linspace(-lim, lim, n)
+    GX, GY = np.meshgrid(g, g)
+    F = np.asarray(f(np.c_[GX.ravel(), GY.ravel()]), float).reshape(GX.shape)
+    if fill == "sign":
+        ax.contourf(GX, GY, np.sign(F), levels=[-2, 0, 2], colors=[NEG, POS], alpha=0.15)
+    else:
+        im = ax.contourf(GX, GY, F, levels=21, cmap=cmap)
+        if colorbar:
+            ax.figure.colorbar(im, ax=ax)
+    if F.min() < 0 < F.max():
+        ax.contour(GX, GY, F, levels=[0], colors="k", linewidths=1.8)
+    if X is not None:
+        X, y = np.asarray(X, float), np.asarray(y, float)
+        ax.scatter(*X[y > 0].T, marker="+", s=40, color=POS, lw=1.5, label="$y=+1$", zorder=3)
+        ax.scatter(*X[y < 0].T, marker="_", s=40, color=NEG, lw=1.5, label="$y=-1$", zorder=3)
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", xlabel="$x_1$", ylabel="$x_2$")
+    return F
 
 
 def sign_colors(a) -> np.ndarray:
