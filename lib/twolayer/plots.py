@@ -4,6 +4,7 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
+from matplotlib.ticker import NullFormatter  # noqa: F401  (re-exported for notebooks)
 
 from .metrics import singular_values, top_singular_directions
 

@@ -173,3 +173,41 @@ def _split_fraction(fn, pos: np.ndarray, neg: np.ndarray, *args) -> float:
     w_in = fn(pos, pos, *args).w_neurons
     u_in = fn(neg, neg, *args).u_neurons
     return float((w_in.sum() + u_in.sum()) / (len(w_in) + len(u_in)))
+
+
+def early_phase_directions(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """``(x̂+, x̂−)``: the normalised sums of the positive and of the negative
+    examples. From a near-zero balanced init, every neuron first turns towards
+    one of them (Phuong & Lampert §4, the early phase): they are the rival of
+    Theorem 1's limit directions ``w±``."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    out = []
+    for sign in (1, -1):
+        s = X[y == sign].sum(axis=0)
+        out.append(s / np.linalg.norm(s))
+    return out[0], out[1]
+
+
+def phuong_limit_function(X, w_plus, w_minus) -> np.ndarray:
+    """Phuong & Lampert Cor. 1 with Lemma C.1's scale (``‖u‖²‖w+‖ = ‖z‖²‖w−‖ = 1``):
+    ``f_θ/‖θ‖² → c·(ρ(w+·x) − ρ(w−·x))``; returns ``ρ(w+·x) − ρ(w−·x)``."""
+    X = np.asarray(X, float)
+    return np.maximum(X @ w_plus, 0) - np.maximum(X @ w_minus, 0)
+
+
+def scaled_distance(f, g) -> float:
+    """``min_c ‖c·f − g‖ / ‖g‖``: how far the shape of ``f`` is from ``g``
+    when the overall scale (which the limit theorems leave free) is fitted."""
+    f, g = np.asarray(f, float), np.asarray(g, float)
+    c = (f @ g) / max(f @ f, 1e-300)
+    return float(np.linalg.norm(c * f - g) / np.linalg.norm(g))
+
+
+def best_two_ray_distance(r_plus, r_minus, X, g) -> float:
+    """The rival model ``c+ρ(r+·x) − c−ρ(r−·x)`` with both coefficients fitted
+    to ``g`` by least squares (the most favourable scale for the rival):
+    relative distance ``‖model − g‖/‖g‖`` on ``X``."""
+    X, g = np.asarray(X, float), np.asarray(g, float)
+    A = np.c_[np.maximum(X @ r_plus, 0), -np.maximum(X @ r_minus, 0)]
+    coef, *_ = np.linalg.lstsq(A, g, rcond=None)
+    return float(np.linalg.norm(A @ coef - g) / np.linalg.norm(g))
