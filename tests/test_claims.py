@@ -138,7 +138,7 @@ def test_save_is_optional(monkeypatch):
 
 @pytest.mark.parametrize("x, digits, text", [(0.0, 2, "0"), (1.23456e-9, 3, "1.23e-9"), (4.56e12, 3, "4.56e+12"),
                                              (0.98765, 2, "0.99"), (-0.00012345, 2, "-0.00012"),
-                                             (123456.0, 3, "1.23e+5"), (2.0, 3, "2")])
+                                             (123456.0, 3, "123000"), (2.0, 3, "2"), (190.0, 2, "190"), (1.5e7, 2, "1.5e+7"), (0.999951, 2, "1")])
 def test_significant_formats_tiny_and_huge(x, digits, text):
     assert claims.significant(x, digits) == text
 

@@ -129,8 +129,15 @@ def significant(x: float, digits: int) -> str:
     """``x`` to ``digits`` significant digits, with an exponent where needed."""
     if x == 0:
         return "0"
-    text = f"{x:.{digits}g}"
-    return text.replace("e+0", "e+").replace("e-0", "e-")
+    rounded = float(f"{x:.{digits - 1}e}")
+    if 1e-4 <= abs(rounded) < 1e6:  # plain decimals: 190, 0.00012, 1200
+        text = f"{rounded:.10f}".rstrip("0").rstrip(".")
+        return text
+    text = f"{rounded:.{digits - 1}e}"
+    mantissa, exponent = text.split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent):+d}"
 
 
 def _default_page() -> str:

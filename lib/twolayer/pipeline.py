@@ -786,7 +786,8 @@ def lock(paths: Paths, nbs: list[str]) -> list[str]:
         if not built.exists():
             raise SystemExit(f"{nb}: not built yet; run `twolayer build` first")
         source, executed = nbformat.read(src, as_version=4), nbformat.read(built, as_version=4)
-        outputs = [c.outputs for c in executed.cells if CHECK_TAG in c.metadata.get("tags", [])]
+        checked = [c for c in executed.cells if CHECK_TAG in c.metadata.get("tags", [])]
+        outputs = [c.outputs for c in checked]
         targets = [c for c in source.cells if CHECK_TAG in c.metadata.get("tags", [])]
         if len(outputs) != 1 or len(targets) != 1:
             raise SystemExit(f"{nb}: expected exactly one cell tagged {CHECK_TAG!r} (the claims cell)")
@@ -796,6 +797,7 @@ def lock(paths: Paths, nbs: list[str]) -> list[str]:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         targets[0].outputs = outputs[0]
+        targets[0].execution_count = checked[0].execution_count or 1  # nbval skips unrun cells
         nbformat.write(source, src)
         done.append(nb)
     return done
