@@ -10,6 +10,9 @@ hash is part of every notebook's cache key).
   emitted once.
 - ``static/booksite.css``: long identifiers in tables (claim ids) wrap, so
   the ledger's verdict column stays on screen.
+- Author–year labels in the bibliography ("Phuong & Lampert 2021",
+  "Lyu et al. 2021"), matching the author–year citations in the text: a pybtex
+  label style registered as the formatting style ``plain_authoryear``.
 """
 from __future__ import annotations
 
@@ -33,6 +36,39 @@ def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
             seen.add(key)
             kept.append(js)
     context["script_files"] = kept
+
+
+def _author_year_label(entry) -> str:
+    persons = entry.persons.get("author") or entry.persons.get("editor") or []
+    names = [" ".join(p.last_names) for p in persons]
+    if len(names) > 2:
+        who = f"{names[0]} et al."
+    elif len(names) == 2:
+        who = f"{names[0]} & {names[1]}"
+    else:
+        who = names[0] if names else entry.key
+    return f"{who} {entry.fields.get('year', '')}".strip()
+
+
+def register_author_year_style() -> None:
+    """``bibtex_default_style: plain_authoryear``: pybtex's plain style with
+    author–year labels (sphinxcontrib-bibtex's documented plugin route)."""
+    from pybtex.plugin import register_plugin
+    from pybtex.style.formatting.plain import Style as PlainStyle
+    from pybtex.style.labels import BaseLabelStyle
+
+    class AuthorYearLabels(BaseLabelStyle):
+        def format_labels(self, sorted_entries):
+            for entry in sorted_entries:
+                yield _author_year_label(entry)
+
+    class AuthorYearStyle(PlainStyle):
+        default_label_style = AuthorYearLabels
+
+    register_plugin("pybtex.style.formatting", "plain_authoryear", AuthorYearStyle, force=True)
+
+
+register_author_year_style()
 
 
 def add_static(app) -> None:
