@@ -72,6 +72,18 @@ return {
   resources: performance.getEntriesByType('resource').map(e => e.name),
   tables: [...main.querySelectorAll('table')].map(t => [t.innerText, t.querySelectorAll('tbody tr').length]),
   height: Math.max(document.body.scrollHeight, document.documentElement.scrollHeight),
+  loose_images: [...main.querySelectorAll('img')].filter(i => !i.closest('figure'))
+                .map(i => i.getAttribute('src')),
+  figures: [...main.querySelectorAll('figure')].map(f => {
+      const cap = f.querySelector('figcaption');
+      const num = cap ? cap.querySelector('.caption-number') : null;
+      return [cap ? cap.innerText : '', num ? num.innerText : ''];
+  }),
+  overflowing_code: [...main.querySelectorAll('.cell_input pre, div.highlight-python pre, div.highlight-ipython3 pre')]
+                    .filter(p => p.scrollWidth > p.clientWidth + 1)
+                    .map(p => p.innerText.split('\n').reduce((a, b) => a.length >= b.length ? a : b)),
+  nav_text: [...document.querySelectorAll('nav.bd-docs-nav, .bd-sidebar-primary nav, .bd-toc-nav')]
+            .map(n => n.innerText).join('\n'),
 };
 """
 
@@ -263,18 +275,25 @@ def test_claims_ledger_page(visits, paths):
     rows = claims_mod.load_all(paths.executed)
     visit = visits.get("book/claims.html")
     assert visit is not None, "the site has no claims page (book/claims.html)"
-    held = sum(r["holds"] for r in rows)
+    held = sum(r["verdict"] == "holds" for r in rows)
     assert f"{len(rows)} claims" in visit.data["main_text"], "the ledger's summary line is missing"
     assert f"{held} hold" in visit.data["main_text"]
-    ledger = [(text, n) for text, n in visit.data["tables"] if "verdict" in text and "statement" in text]
+    predictions = [r for r in rows if r["kind"] == "prediction"]
+    assert predictions and all(r["rival"] for r in predictions), "every prediction carries a rival"
+    missing_rivals = [r["id"] for r in predictions if r["rival"]["name"] not in visit.data["main_text"]]
+    assert not missing_rivals, f"rivals not shown on the ledger page: {missing_rivals}"
+    ledger = [(text, n) for text, n in visit.data["tables"] if "verdict" in text and "rival" in text]
     assert ledger, "the claims tables are missing from the ledger page"
     text = "\n".join(t for t, _ in ledger)
     missing = [r["id"] for r in rows if r["id"] not in text]
     assert not missing, f"claims missing from the ledger: {missing}"
     n_rows = sum(n for _, n in ledger)
     assert n_rows == len(rows), f"the ledger has {n_rows} rows for {len(rows)} claims"
-    summary = [(t, n) for t, n in visit.data["tables"] if "notebook" in t and "documented deviations" in t]
-    assert summary and summary[0][1] == len({r["notebook"] for r in rows}), "one summary row per notebook"
+    summary = [(t, n) for t, n in visit.data["tables"] if t.startswith("chapter")]
+    chapters = {r["notebook"].split("/")[0] for r in rows}
+    assert summary and summary[0][1] == len(chapters), "one summary row per chapter"
+    kinds = [(t, n) for t, n in visit.data["tables"] if t.startswith("kind")]
+    assert kinds and kinds[0][1] == len(claims_mod.KINDS), "one summary row per kind of claim"
 
 
 def test_chapters_show_claims_run_record_and_download(visits, paths):
@@ -290,8 +309,7 @@ def test_chapters_show_claims_run_record_and_download(visits, paths):
         claims_file = paths.executed / f"{nb}.claims.json"
         if claims_file.exists():
             ids = [c["id"] for c in json.loads(claims_file.read_text())["claims"]]
-            tables = [text for text, _ in visit.data["tables"] if all(i in text for i in ids)]
-            if not tables:
+            if not all(i in text for i in ids):
                 problems.append(f"{nb}: the claims table (with {ids}) is not on the page")
         if "Run record" not in text or "seed" not in text or "wall time" not in text:
             problems.append(f"{nb}: the run record (seed, wall time, versions) is missing")
@@ -313,3 +331,43 @@ def test_screenshots_of_every_chapter(visits, paths):
     pngs = {nb: shots / f"book__{nb.replace('/', '__')}.png" for nb in executed_pages(paths)}
     missing = [nb for nb, png in pngs.items() if not png.is_file() or png.stat().st_size == 0]
     assert not missing, f"no screenshot of {missing}"
+
+
+def test_every_figure_is_captioned_and_numbered(visits, paths):
+    """Chapter figures are ``<figure>`` elements with a caption and a number
+    (myst-nb figure metadata), never bare images."""
+    problems = []
+    for nb, page in notebook_pages(paths).items():
+        visit = visits.get(page)
+        if visit is None:
+            continue
+        problems += [f"{nb}: image {src} is not a captioned figure" for src in visit.data["loose_images"]]
+        for caption, number in visit.data["figures"]:
+            if not caption.strip() or not re.match(r"Fig\. \d", number):
+                problems.append(f"{nb}: figure without caption or number ({caption[:60]!r})")
+    assert not problems, "\n".join(problems)
+    assert sum(len(v.data["figures"]) for v in visits.values()) > 20, "the book should have figures"
+
+
+def test_page_titles_are_unique(visits):
+    titles: dict[str, list[str]] = {}
+    for page, visit in visits.items():
+        titles.setdefault(visit.data["title"], []).append(page)
+    shared = {t: p for t, p in titles.items() if len(p) > 1}
+    assert not shared, f"pages sharing a title: {shared}"
+
+
+def test_no_code_line_overflows(visits):
+    bad = failures(visits, lambda v: [f"code line wider than its box: {line[:100]!r}"
+                                      for line in v.data["overflowing_code"]])
+    assert not bad, bad
+
+
+def test_no_raw_tex_in_navigation_or_search(visits, site):
+    bad = failures(visits, lambda v: [f"raw TeX in the navigation: {m.group()!r}"
+                                      for m in re.finditer(r"\$[^$]*\$|\\\(|\\[a-zA-Z]+", v.data["nav_text"])])
+    assert not bad, bad
+    index = (site / "searchindex.js").read_text()
+    titles = re.search(r'"titles":\s*\[(.*?)\]', index, re.S)
+    assert titles, "no titles in the search index"
+    assert not re.search(r"\$|\\\\\(", titles.group(1)), f"raw TeX in search titles: {titles.group(1)[:300]}"
