@@ -38,6 +38,23 @@ def test_nan_parameters_stop_at_step_zero(ds):
         flows.gd(net, ds, lr=0.1, steps=10)
 
 
+def test_nan_input_diverges_at_step_zero():
+    bad = data.Dataset(np.ones((3, 2)), [1, -1, 1], "x", "")
+    object.__setattr__(bad, "X", np.array([[np.nan, 1.0], [1.0, 1.0], [0.0, 1.0]]))
+    net = models.TwoLayerNet(2, 3, seed=0)
+    with pytest.raises(flows.DivergenceError, match=r"at step 0 with step size lr=0\.1"):
+        flows.gd(net, bad, lr=0.1, steps=5)
+
+
+def test_overflowing_parameters_stop_the_run_even_with_a_finite_loss(ds):
+    positive = data.Dataset(np.abs(ds.X), ds.y, "positive inputs", "test")
+    net = models.TwoLayerNet(3, 5, seed=0)
+    with torch.no_grad():  # a neuron at -inf is inactive everywhere: the loss stays finite
+        next(net.parameters())[0] = torch.tensor([-float("inf"), 0.0, 0.0], dtype=torch.float64)
+    with pytest.raises(flows.DivergenceError, match=r"parameter .* became non-finite by step 16 .* lower the step size"):
+        flows.gd(net, positive, lr=0.1, steps=40, snapshot_steps=[0, 40])
+
+
 def test_divergence_error_is_a_floating_point_error():
     assert issubclass(flows.DivergenceError, FloatingPointError)
 
