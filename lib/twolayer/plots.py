@@ -82,22 +82,25 @@ def neuron_projection(ax, W, a, title: str = "neurons on the top-2 singular dire
                       refs: dict | None = None, labels: tuple[str, str] = ("$a_j>0$", "$a_j<0$")) -> None:
     """Scatter of the rows of ``W`` projected on its top-2 right singular
     vectors, coloured by the sign of the output weight; optional reference
-    directions (e.g. w±) drawn as arrows scaled to the largest neuron."""
+    directions (e.g. w±) drawn as arrows of the largest neuron's length. Equal
+    aspect and limits that hold the arrows, so directions read true."""
     V = top_singular_directions(W, 2)
     P = np.asarray(W) @ V.T
     ax.scatter(P[:, 0], P[:, 1], c=sign_colors(a), s=18, alpha=0.8, edgecolor="none")
-    scale = np.abs(P).max() if P.size else 1.0
+    scale = float(np.linalg.norm(P, axis=1).max()) if P.size else 1.0
     for name, (vec, color) in (refs or {}).items():
         v = V @ np.asarray(vec)
         v = v / (np.linalg.norm(v) or 1.0) * scale
         ax.annotate("", xy=v, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2))
-        ax.text(*(v * 1.05), name, color=color)
+        ax.annotate(name, xy=v, xytext=(4, 4), textcoords="offset points", color=color)
+    lim = 1.2 * scale
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal")
     ax.axhline(0, color="k", lw=0.5)
     ax.axvline(0, color="k", lw=0.5)
     ax.set(xlabel="singular direction 1", ylabel="singular direction 2", title=title)
     ax.scatter([], [], c=POS, label=labels[0])
     ax.scatter([], [], c=NEG, label=labels[1])
-    ax.legend(loc="best", fontsize="small")
+    ax.legend(loc="best")
 
 
 def cosine_histogram(ax, cos, threshold: float | None = 0.9, bins: int = 30,

@@ -175,19 +175,6 @@ def _split_fraction(fn, pos: np.ndarray, neg: np.ndarray, *args) -> float:
     return float((w_in.sum() + u_in.sum()) / (len(w_in) + len(u_in)))
 
 
-def early_phase_directions(X, y) -> tuple[np.ndarray, np.ndarray]:
-    """``(x̂+, x̂−)``: the normalised sums of the positive and of the negative
-    examples. From a near-zero balanced init, every neuron first turns towards
-    one of them (Phuong & Lampert §4, the early phase): they are the rival of
-    Theorem 1's limit directions ``w±``."""
-    X, y = np.asarray(X, float), np.asarray(y, float)
-    out = []
-    for sign in (1, -1):
-        s = X[y == sign].sum(axis=0)
-        out.append(s / np.linalg.norm(s))
-    return out[0], out[1]
-
-
 def phuong_limit_function(X, w_plus, w_minus) -> np.ndarray:
     """Phuong & Lampert Cor. 1 with Lemma C.1's scale (``‖u‖²‖w+‖ = ‖z‖²‖w−‖ = 1``):
     ``f_θ/‖θ‖² → c·(ρ(w+·x) − ρ(w−·x))``; returns ``ρ(w+·x) − ρ(w−·x)``."""

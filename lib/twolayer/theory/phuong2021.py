@@ -188,3 +188,32 @@ def lemma_c1_check(X, y, u, z) -> LemmaC1:
     grad = _margin_gradients(W, a, X, y, 0.0)
     stat = float(np.linalg.norm(theta - lam @ grad) / np.linalg.norm(theta))
     return LemmaC1(W, a, lam, float(q.min()), float(np.max(lam * np.abs(q - 1))), stat)
+
+
+def early_phase_directions(X, y) -> tuple[np.ndarray, np.ndarray]:
+    """``(x̂+, x̂−)``: the normalised sums of the positive and of the negative
+    examples. From a near-zero balanced init every neuron first turns towards
+    one of them (the early phase, §4): the rival of Theorem 1's ``w±``."""
+    X, y = as_xy(X, y)
+    out = []
+    for sign, name in ((1, "positive"), (-1, "negative")):
+        s = _class(X, y, sign, name).sum(axis=0)
+        out.append(s / np.linalg.norm(s))
+    return out[0], out[1]
+
+
+def closer_to_limit(W, a, w_plus, w_minus, x_plus, x_minus) -> np.ndarray:
+    """Per neuron: is ``w_j`` closer in angle to its Theorem 1 direction
+    (``w+`` if ``a_j > 0``, ``w−`` otherwise) than to its early-phase
+    direction (``x̂+`` / ``x̂−``)?"""
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a", W.shape[0])
+    to_limit = cosines_to_max_margin(W, a, w_plus, w_minus)
+    to_early = cosines_to_max_margin(W, a, x_plus, x_minus)
+    return to_limit > to_early
+
+
+def limit_normalized_margin(w_plus, w_minus) -> float:
+    """Normalised margin ``min_i y_i f(x_i)/‖θ‖²`` of Lemma C.1's limit:
+    ``1/(2(‖w+‖ + ‖w−‖))`` (``‖u‖² = 1/‖w+‖``, ``‖z‖² = 1/‖w−‖``, min margin 1)."""
+    return 1.0 / (2.0 * (np.linalg.norm(w_plus) + np.linalg.norm(w_minus)))
