@@ -152,4 +152,5 @@ def test_text_table_rounds_to_stated_digits(capsys):
     out = capsys.readouterr().out.splitlines()
     assert out[0].split() == ["id", "kind", "verdict", "measured", "test", "rival"]
     assert out[1].split() == ["phuong2021.thm1.cos", "prediction", "holds", "0.999", ">=", "0.99", "0.951"]
-    assert out[2].split() == ["phuong2021.lem.tiny", "identity", "holds", "3e-16", "<=", "1e-12", "-"]
+    assert out[2].split() == ["phuong2021.lem.tiny", "identity", "holds", "within", "<=", "1e-12", "-"], \
+        "round-off of a holding identity is not locked (it differs between machines)"
