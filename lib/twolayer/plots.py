@@ -25,7 +25,7 @@ def set_style() -> None:
                       "font.size": MIN_FONT + 1, "axes.titlesize": MIN_FONT + 1,
                       "axes.labelsize": MIN_FONT + 1, "legend.fontsize": MIN_FONT,
                       "xtick.labelsize": MIN_FONT, "ytick.labelsize": MIN_FONT,
-                      "legend.title_fontsize": MIN_FONT, "figure.constrained_layout.use": True})
+                      "legend.title_fontsize": MIN_FONT})
 
 
 def panels(rows: int = 1, cols: int = 1, height: float = 3.4, **kwargs):
@@ -33,6 +33,7 @@ def panels(rows: int = 1, cols: int = 1, height: float = 3.4, **kwargs):
     most 2 keep labels readable), each ``height`` inches tall."""
     if cols > 2:
         raise ValueError(f"cols={cols}: at most 2 panels side by side stay readable; stack them (rows)")
+    kwargs.setdefault("layout", "constrained")
     fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH, height * rows), **kwargs)
     return fig, axes
 
