@@ -416,3 +416,21 @@ def unit_direction(W, a) -> tuple[np.ndarray, np.ndarray]:
 def copy_model(model):
     """A deep copy of a model (to branch a run)."""
     return copy.deepcopy(model)
+
+
+def phase1_objective(X, y, alpha: float, angles) -> np.ndarray:
+    """``G(w) = (1/2n) Σ_i y_i φ(w·x_i)`` on the unit circle ``w = (cos a, sin a)``
+    (2-D data): the function whose maxima phase I sends the neurons to
+    (Lemma 5.2; its local maxima are where neurons can park)."""
+    X, y = as_xy(X, y)
+    if X.shape[1] != 2:
+        raise ValueError(f"phase1_objective needs 2-D data, got dimension {X.shape[1]}")
+    angles = np.asarray(angles, float)
+    U = np.c_[np.cos(angles), np.sin(angles)]
+    return leaky_relu(U @ X.T, _alpha(alpha)) @ y / (2 * len(y))
+
+
+def local_maxima(values) -> np.ndarray:
+    """Indices of the strict local maxima of a periodic 1-D sample (a circle)."""
+    v = np.asarray(values, float)
+    return np.flatnonzero((v > np.roll(v, 1)) & (v > np.roll(v, -1)))
