@@ -77,7 +77,6 @@ def test_placeholders_name_the_page_setting():
                     {"cell_type": "markdown", "source": ["# Digits {{pos_digit}} vs {{ neg_digit }}\n", "text"]}]}
     out = pipeline.fill_placeholders(nb, {"pos_digit": 3, "neg_digit": 8}, "min2024/fig5__digits_3_8")
     assert out["cells"][1]["source"] == "# Digits 3 vs 8\ntext" and out["cells"][0]["source"] == "x = {{a}}"
-    import pytest
     with pytest.raises(ValueError, match=r"min2024/x: placeholder \{\{nope\}\} names no parameter"):
         pipeline.fill_placeholders({"cells": [{"cell_type": "markdown", "source": "{{nope}}"}]}, {}, "min2024/x")
 

@@ -7,6 +7,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from twolayer import models
 from twolayer.models import TwoLayerNet
 from twolayer.theory import sarussi2021 as s
 from twolayer.theory.margins import NotSeparableError, max_margin
@@ -31,9 +32,9 @@ def test_split_neurons_rejects_odd_rows_and_wrong_k():
 
 def test_leaky_relu_rejects_bad_alpha():
     with pytest.raises(ValueError, match="alpha"):
-        s.leaky_relu([1.0], 1.5)
+        models.check_alpha(1.5)
     with pytest.raises(ValueError, match="alpha"):
-        s.leaky_relu([1.0], -0.1)
+        models.check_alpha(-0.1)
 
 
 # ----------------------------------------------------------------- clustering

@@ -137,6 +137,17 @@ class TwoLayerNet(nn.Module):
             return self(x).cpu().numpy()
 
 
+def check_alpha(alpha: float) -> float:
+    """A leaky-ReLU slope ``α`` in ``[0, 1)`` (α = 0 is ReLU), as a float."""
+    try:
+        a = float(alpha)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}") from exc
+    if not 0.0 <= a < 1.0:
+        raise ValueError(f"alpha must be in [0, 1) (leaky-ReLU slope), got {alpha!r}")
+    return a
+
+
 def leaky_relu(z, alpha: float = 0.0) -> np.ndarray:
     """NumPy ``φ(z) = max(z, αz)`` (α = 0: ReLU), the activation of every paper."""
     z = np.asarray(z, dtype=float)

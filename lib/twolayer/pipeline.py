@@ -391,6 +391,18 @@ def _kernel_start_failed(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and any(m in str(exc) for m in _KERNEL_START_FAILURES)
 
 
+# The kernel's "running over TCP without encryption" notice (the kernel is local)
+# and papermill's own parameter inspection (the book validates parameters itself,
+# see twolayer.parameters) are noise on every run.
+KERNEL_QUIET = ["--IPKernelApp.log_level=ERROR"]
+
+
+def _quiet_papermill() -> None:
+    import logging
+
+    logging.getLogger("papermill").setLevel(logging.ERROR)
+
+
 def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress: bool) -> dict:
     """Run one notebook into a fresh temporary directory and rename it into the
     cache when, and only when, it completed. Runs in a worker process."""
@@ -399,6 +411,7 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
 
     global _RUNNING
     _worker_signals()
+    _quiet_papermill()
     paths = Paths(Path(root))
     src = resolve(paths, nb)
     start = time.perf_counter()
@@ -415,7 +428,7 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
             try:
                 pm.execute_notebook(str(src), str(tmp / "notebook.ipynb"), parameters=params,
                                     cwd=str(src.parent), kernel_name="python3", progress_bar=progress,
-                                    log_output=False)
+                                    log_output=False, extra_arguments=KERNEL_QUIET)
                 break
             except Exception as exc:
                 if attempt < KERNEL_START_ATTEMPTS and _kernel_start_failed(exc):
@@ -714,7 +727,7 @@ def fill_placeholders(nb: dict, values: dict, page: str) -> dict:
 def render(paths: Paths) -> int:
     """Jupyter Book (execution off) from the staged source into ``_build/html``."""
     cmd = [sys.executable, "-m", "jupyter_book", "build", str(paths.staged), "--path-output",
-           str(paths.root), "--keep-going"]
+           str(paths.root), "-W", "-n", "--keep-going"]
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     if jb:
         cmd = [jb] + cmd[3:]

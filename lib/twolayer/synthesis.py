@@ -41,12 +41,9 @@ def direction_clustering(W, a) -> float:
     a = np.asarray(a, float)
     norms = np.linalg.norm(W, axis=1, keepdims=True)
     U = np.where(norms > 0, W / np.where(norms > 0, norms, 1), 0)
-    pos, neg = U[a > 0], U[a < 0]
-    if len(pos) == 0 or len(neg) == 0:
+    if not (a > 0).any() or not (a < 0).any():
         return float("nan")
-    wb, ub = pos.mean(0), neg.mean(0)
-    R = max(np.linalg.norm(pos - wb, axis=1).max(), np.linalg.norm(neg - ub, axis=1).max())
-    return float(R / np.linalg.norm(wb - ub))
+    return sarussi2021.clustering_ratio(U[a > 0], U[a < 0])
 
 
 def prediction_gaps(W, a, data: Dataset, alpha: float, X_eval: np.ndarray | None = None,

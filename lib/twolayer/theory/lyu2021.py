@@ -8,18 +8,15 @@ shape ``(m, d)`` (rows ``w_k``) and ``a`` of shape ``(m,)``.
 """
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
 import numpy as np
 from scipy.optimize import minimize
 
 from ..data import Dataset, symmetric_augment  # noqa: F401  (re-exported: Assumption 4.1)
-from ..flows import Trajectory, train
 from ..metrics import normalized_margin as _normalized_margin
 from ..metrics import parameter_norm
-from ..models import leaky_relu, two_layer_output
+from ..models import check_alpha, leaky_relu, two_layer_output
 from ..validation import as_matrix, as_vector, as_xy, positive
 from .margins import KKTReport, _margin_gradients, kkt_two_layer, max_margin
 
@@ -28,15 +25,11 @@ __all__ = [
     "hinted_dataset", "mu", "mu_tilde", "lambda0", "m_norm", "phase1_time", "phase1_decomposition",
     "Phase1Decomposition", "is_good_embedding", "embed", "unembed", "normalized_margin",
     "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
-    "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "staged_gd", "flow_schedule",
+    "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "flow_schedule",
 ]
 
 
-def _alpha(alpha: float) -> float:
-    a = float(alpha)
-    if not 0.0 <= a < 1.0:
-        raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
-    return a
+_alpha = check_alpha
 
 
 def _wa(W, a) -> tuple[np.ndarray, np.ndarray]:
@@ -331,57 +324,9 @@ def search_max_margin(X, y, alpha: float, width: int, starts: int = 50, seed: in
 
 # ------------------------------------------------------------ long runs
 
-def _full_loss(model, data: Dataset) -> float:
-    import torch
-
-    from ..flows import logistic_loss
-    dtype = next(model.parameters()).dtype
-    with torch.no_grad():
-        X, y = torch.tensor(data.X, dtype=dtype), torch.tensor(data.y, dtype=dtype)
-        return float(logistic_loss(y * model(X)))
-
-
-def staged_gd(model, data: Dataset, schedule: Sequence[tuple[float, int]], n_snapshots: int = 20,
-              callbacks: Mapping[str, Callable] | None = None, relative: bool = False) -> Trajectory:
-    """Full-batch GD with a piecewise-constant step size: ``schedule`` is a list
-    of ``(lr, steps)``; each stage is a :func:`twolayer.flows.train` GD run
-    continuing from the previous one. GD with step η is the Euler scheme of
-    gradient flow; late in training the logistic loss — hence the curvature —
-    decays, so larger steps stay stable and reach flow times ``t = Σ η·steps``
-    deep into the late phase. Returns one Trajectory with cumulative times.
-
-    With ``relative=True`` each stage's step is ``lr / L(θ)`` at the start of
-    the stage (L the mean logistic loss): piecewise-constant steps tracking the
-    ``1/L`` growth of the stable step size, i.e. close to normalised GD. Gradient
-    flow's path does not depend on how time is parametrised, so this follows the
-    same trajectory with far fewer steps; ``times`` is still the flow time Σ η·steps.
-    """
-    if not schedule:
-        raise ValueError("schedule must hold at least one (lr, steps) stage")
-    parts, t0, k0 = [], 0.0, 0
-    used = []
-    for i, (lr, steps) in enumerate(schedule):
-        lr = positive(lr, "lr") / (_full_loss(model, data) if relative else 1.0)
-        used.append((lr, int(steps)))
-        tr = train(model, data, optimizer="gd", lr=lr, steps=int(steps), n_snapshots=n_snapshots,
-                   callbacks=callbacks)
-        sl = slice(0 if i == 0 else 1, None)
-        parts.append((tr.steps[sl] + k0, tr.times[sl] + t0, tr.snapshots[sl], tr.loss[sl],
-                      {k: v[sl] for k, v in tr.records.items()}, tr))
-        t0 += float(tr.times[-1])
-        k0 += int(tr.steps[-1])
-    out = Trajectory(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
-                     [s for p in parts for s in p[2]], np.concatenate([p[3] for p in parts]),
-                     records={k: [v for p in parts for v in p[4][k]] for k in (callbacks or {})},
-                     step_loss=np.concatenate([p[5].step_loss for p in parts]),
-                     wall_time=sum(p[5].wall_time for p in parts),
-                     config=dict(optimizer="gd (staged)", schedule=used, relative=relative))
-    return out
-
-
 def flow_schedule(X, y, alpha: float, sigma: float, stages: int = 60, stage_steps: int = 100,
                   eta: float = 0.02, phase1_lr: float = 0.1) -> list[tuple[float, int]]:
-    """A :func:`staged_gd` schedule (use with ``relative=True``) that runs
+    """A :func:`twolayer.flows.staged_gd` schedule (use with ``relative=True``) that runs
     through phase I and deep into the late phase.
 
     Stage 0: step ``phase1_lr/λ0`` (near 0 the Hessian of the loss is ``M_μ̃``
@@ -399,11 +344,6 @@ def flow_schedule(X, y, alpha: float, sigma: float, stages: int = 60, stage_step
     return [(lr1 * np.log(2), steps1)] + [(eta / xmax2, int(stage_steps))] * int(stages)
 
 
-def state_weights(state: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """``(W, a)`` from a Trajectory snapshot of a :class:`TwoLayerNet`."""
-    return np.asarray(state["W"]), np.asarray(state["a"])
-
-
 def unit_direction(W, a) -> tuple[np.ndarray, np.ndarray]:
     """``θ/‖θ‖`` as ``(W, a)``."""
     W, a = _wa(W, a)
@@ -411,11 +351,6 @@ def unit_direction(W, a) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         raise ValueError("theta is zero: it has no direction")
     return W / n, a / n
-
-
-def copy_model(model):
-    """A deep copy of a model (to branch a run)."""
-    return copy.deepcopy(model)
 
 
 def phase1_objective(X, y, alpha: float, angles) -> np.ndarray:

@@ -36,14 +36,7 @@ from .margins import NotSeparableError, svm
 
 # ----------------------------------------------------------------- inputs
 
-def _alpha(alpha: float) -> float:
-    try:
-        a = float(alpha)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"alpha must be a number in [0, 1), got {alpha!r}") from exc
-    if not 0.0 <= a < 1.0:
-        raise ValueError(f"alpha must be in [0, 1) (leaky-ReLU slope), got {alpha!r}")
-    return a
+_alpha = models.check_alpha
 
 
 def _margin(margin: float) -> float:
@@ -90,15 +83,11 @@ def split_neurons(W, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
 
 # ----------------------------------------------------------------- the network
 
-def leaky_relu(z, alpha: float) -> np.ndarray:
-    """``σ(z) = max(z, αz)`` (§3)."""
-    return models.leaky_relu(to_numpy(z), _alpha(alpha))
-
-
 def network_output(W_pos, W_neg, X, alpha: float) -> np.ndarray:
     """``N(x) = Σ_i σ(w_i·x) − Σ_i σ(u_i·x)`` (eq. 1) for the rows of ``X``."""
     P, Q, X = _pair_and_points(W_pos, W_neg, X)
-    return leaky_relu(X @ P.T, alpha).sum(axis=1) - leaky_relu(X @ Q.T, alpha).sum(axis=1)
+    a = _alpha(alpha)
+    return models.leaky_relu(X @ P.T, a).sum(axis=1) - models.leaky_relu(X @ Q.T, a).sum(axis=1)
 
 
 # ----------------------------------------------------------------- §5: clustering
@@ -124,8 +113,12 @@ class Clusters:
 
 
 def clusters(W_pos, W_neg) -> Clusters:
-    """Cluster centres and radius of the w- and u-neurons (§5, before Thm 5.1)."""
-    P, Q = _pair(W_pos, W_neg)
+    """Cluster centres and radius of the w- and u-neurons (§5, before Thm 5.1).
+    The two groups may differ in size (a trained second layer splits neurons
+    by the sign of their output weight)."""
+    P, Q = as_matrix(W_pos, "W_pos"), as_matrix(W_neg, "W_neg")
+    if P.shape[1] != Q.shape[1]:
+        raise ValueError(f"W_pos and W_neg must have the same dimension, got {P.shape} and {Q.shape}")
     wb, ub = P.mean(axis=0), Q.mean(axis=0)
     R = max(float(np.linalg.norm(P - wb, axis=1).max()), float(np.linalg.norm(Q - ub, axis=1).max()))
     return Clusters(wb, ub, R)
