@@ -118,9 +118,12 @@ def test_changing_a_parameter_re_executes_and_rerun_prints_claims(root):
     res = run(root, "rerun", "synthesis/a", "-p", "seed", "3")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "executing 1 notebook(s) (0 cached)" in res.stdout, "new parameters: a new run"
-    assert "[holds] t.a.value" in res.stdout and "[holds] t.a.n" in res.stdout
-    reruns = list((root / "_build" / "reruns" / "t").glob("a-*.ipynb"))
+    assert "[holds] synthesis.a.value" in res.stdout and "[holds] synthesis.a.n" in res.stdout
+    reruns = list((root / "_build" / "reruns" / "synthesis").glob("a-*.ipynb"))
     assert len(reruns) == 1
+    page = reruns[0].with_suffix(".html")
+    assert page.is_file() and str(page) in res.stdout, "a rerun leaves an HTML page and prints its path"
+    assert "synthesis.a.value" in page.read_text()
     assert "`seed = 3`" in reruns[0].read_text(), "the run record names the seed"
     cached = run(root, "rerun", "synthesis/a", "-p", "seed", "3")
     assert "(cached)" in cached.stdout and "executing" not in cached.stdout
@@ -133,9 +136,11 @@ def test_changing_a_parameter_re_executes_and_rerun_prints_claims(root):
 
 def test_rerun_with_an_unknown_parameter_lists_the_valid_ones(root):
     res = run(root, "rerun", "synthesis/a", "-p", "width", "5")
-    assert res.returncode != 0
-    assert "unknown parameter(s) width" in res.stderr
-    assert "seed = 0" in res.stderr and "n = 20" in res.stderr, res.stderr
+    assert res.returncode == 2
+    assert "unknown parameter 'width'; valid: seed, n" in res.stderr, res.stderr
+    bad = run(root, "rerun", "synthesis/a", "-p", "n", "abc")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0, bad.stderr
+    assert "parameter n = 'abc': expected int" in bad.stderr
     unknown_nb = run(root, "rerun", "synthesis/zzz")
     assert unknown_nb.returncode != 0 and "synthesis/a" in unknown_nb.stderr and "synthesis/b" in unknown_nb.stderr
 

@@ -14,6 +14,7 @@ hash is part of every notebook's cache key).
   "Lyu et al. 2021"), matching the author–year citations in the text: a pybtex
   label style registered as the formatting style ``plain_authoryear``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -21,7 +22,10 @@ from pathlib import Path
 
 def _script_key(js) -> tuple:
     attributes = getattr(js, "attributes", {}) or {}
-    return (str(getattr(js, "filename", js) or ""), tuple(sorted((k, str(v)) for k, v in attributes.items())))
+    return (
+        str(getattr(js, "filename", js) or ""),
+        tuple(sorted((k, str(v)) for k, v in attributes.items())),
+    )
 
 
 def dedupe_scripts(app, pagename, templatename, context, doctree) -> None:
@@ -65,7 +69,9 @@ def register_author_year_style() -> None:
     class AuthorYearStyle(PlainStyle):
         default_label_style = AuthorYearLabels
 
-    register_plugin("pybtex.style.formatting", "plain_authoryear", AuthorYearStyle, force=True)
+    register_plugin(
+        "pybtex.style.formatting", "plain_authoryear", AuthorYearStyle, force=True
+    )
 
 
 register_author_year_style()

@@ -1,8 +1,23 @@
 """twolayer: the shared library of the companion book on the implicit bias of
 two-layer (leaky) ReLU networks trained from small initialization.
 
-Rooms (one idea each): :mod:`data`, :mod:`models`, :mod:`flows`,
-:mod:`metrics`, :mod:`theory`, :mod:`claims`, :mod:`plots`, :mod:`pipeline`.
+Rooms (one idea each):
+
+- :mod:`data` — the datasets (synthetic generators of the four papers, MNIST);
+- :mod:`models` — the networks (two-layer, residual, conv) and the activation;
+- :mod:`flows` — training: step-by-step trainers (``flows.steps``), staged GD
+  (``flows.staged``), the gradient-flow integrator (``flows.integrator``), the
+  ``Trajectory`` record (``flows.trajectory``);
+- :mod:`metrics` — measurements shared by several papers;
+- :mod:`theory` — one module per paper (``phuong2021``, ``sarussi2021``,
+  ``min2024``, ``lyu2021``) and ``margins`` (SVMs and KKT checks);
+- :mod:`synthesis`, :mod:`sweeps` — the four predictions on one run, parallel sweeps;
+- :mod:`claims` — the claims ledger (predictions with rivals, identities, assumptions);
+- :mod:`parameters` — notebooks' parameter declarations and the check of rerun values;
+- :mod:`plots` — the book's figure style and shared figures;
+- :mod:`prose` — ``glue`` for numbers quoted in the text;
+- :mod:`validation` — argument checks;
+- :mod:`pipeline` — executing, caching and rendering the book (the ``twolayer`` command).
 """
 from __future__ import annotations
 

@@ -103,21 +103,21 @@ def _constraint_and_help(comment: str, declared: bool) -> tuple[str, str]:
 
 
 def declarations(path: str | Path) -> dict[str, Parameter]:
-    """Every parameter the notebook's parameters cell declares, in order."""
+    """Every parameter the notebook's parameters cell declares, in order. A
+    declaration may span several lines (a formatter wraps long defaults); its
+    comment is the one on its last line."""
+    source = parameters_cell(path)
+    lines = source.splitlines()
     out: dict[str, Parameter] = {}
-    for line in parameters_cell(path).splitlines():
-        code, comment = _split_comment(line)
-        if not code.strip():
-            continue
-        tree = ast.parse(code.strip())
-        stmt = tree.body[0] if tree.body else None
+    for stmt in ast.parse(source).body:
+        comment = _split_comment(lines[stmt.end_lineno - 1])[1]
         if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
             name, type_name = stmt.target.id, ast.unparse(stmt.annotation)
-            default_text = ast.unparse(stmt.value)
         elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            name, type_name, default_text = stmt.targets[0].id, "", ast.unparse(stmt.value)
+            name, type_name = stmt.targets[0].id, ""
         else:
-            raise ValueError(f"{path}: cannot read the parameter declaration {line.strip()!r}")
+            raise ValueError(f"{path}: cannot read the parameter declaration {ast.unparse(stmt)!r}")
+        default_text = ast.unparse(stmt.value)
         default = _literal(default_text)
         if type_name and type_name not in TYPES:
             raise ValueError(f"{path}: parameter {name!r} has type {type_name!r}; types are {', '.join(TYPES)}")

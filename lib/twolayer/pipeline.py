@@ -156,8 +156,8 @@ def resolve(paths: Paths, nb: str) -> Path:
             ident = v[0]
     path = paths.book / f"{ident}.ipynb"
     if not path.exists():
-        raise SystemExit(f"unknown notebook {nb!r}; the book's notebooks are:\n  "
-                         + "\n  ".join(notebook_ids(paths)))
+        raise SystemExit(f"unknown notebook {nb!r}; the book's pages are:\n  "
+                         + "\n  ".join(book_pages(paths)))
     return path
 
 
@@ -383,6 +383,28 @@ def _worker_signals() -> None:
     handles it itself, shutting the kernel down, while a cell runs); an idle
     worker just exits."""
     signal.signal(signal.SIGTERM, _worker_terminated)
+    _die_with_parent()
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """On Linux, ask the kernel to send this worker SIGTERM when the build
+    process dies (even by ``kill -9``), so no orphan keeps computing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    except OSError:
+        pass
+
+
+def _parent_alive(parent: int) -> bool:
+    """An entry is published only while the build that asked for it runs."""
+    return os.getppid() == parent and _alive(parent)
 
 
 def _kernel_start_failed(exc: BaseException) -> bool:
@@ -410,6 +432,7 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
     import papermill as pm
 
     global _RUNNING
+    parent = os.getppid()
     _worker_signals()
     _quiet_papermill()
     paths = Paths(Path(root))
@@ -447,6 +470,8 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
         nbformat.write(out, tmp / "notebook.ipynb")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         final = paths.cache / key
+        if not _parent_alive(parent):
+            raise KeyboardInterrupt("the build that started this run is gone; nothing is cached")
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -776,6 +801,22 @@ def _parse_value(text: str):
         return text
 
 
+def write_html(notebook: Path) -> Path:
+    """An HTML page of an executed notebook beside it (nbconvert's classic
+    template, code and figures included): a rerun can be read without a
+    notebook front end."""
+    import nbconvert
+    import nbformat
+
+    body, _ = nbconvert.HTMLExporter(template_name="classic").from_notebook_node(
+        nbformat.read(notebook, as_version=4))
+    html = notebook.with_suffix(".html")
+    tmp = html.with_name(html.name + ".tmp")
+    tmp.write_text(body)
+    os.replace(tmp, html)
+    return html
+
+
 def cmd_rerun(args, paths: Paths) -> int:
     nb = page_id(paths, args.notebook)
     params = {name: _parse_value(value) for name, value in (args.param or [])}
@@ -789,7 +830,13 @@ def cmd_rerun(args, paths: Paths) -> int:
         out = paths.build / "reruns" / f"{nb}-{result.key[:10]}.ipynb"
         out.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(result.entry / "notebook.ipynb", out)
-        print(f"{nb} with {params or 'default parameters'}{' (cached)' if result.cached else ''}: {out}")
+        html = write_html(out)
+        print(f"{nb} with {params or 'default parameters'}{' (cached)' if result.cached else ''}:\n"
+              f"  notebook {out}\n  page     {html}")
+        if getattr(args, "open", False):
+            import webbrowser
+
+            webbrowser.open(html.resolve().as_uri())
     print("claims:")
     print_claims(result.claims)
     if not result.claims:
@@ -806,6 +853,9 @@ def cmd_params(args, paths: Paths) -> int:
 
 def cmd_claims(args, paths: Paths) -> int:
     rows = claims_mod.load_all(paths.executed)
+    if not rows:
+        print("twolayer claims: no claims recorded yet; build the book first (`make book`)", file=sys.stderr)
+        return 2
     print_claims(rows)
     print(f"{len(rows)} claims, {sum(r['verdict'] == 'holds' for r in rows)} hold, "
           f"{sum(r['verdict'] == 'does not reproduce' for r in rows)} do not reproduce")
@@ -861,9 +911,12 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--force", action="store_true", help="ignore the cache")
         p.set_defaults(fn=fn)
     p = sub.add_parser("rerun", help="rerun one notebook with new parameters")
-    p.add_argument("notebook", help="chapter/name, e.g. phuong2021/fig1_orthant")
-    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"))
-    p.add_argument("--force", action="store_true")
+    p.add_argument("notebook", help="chapter/name (or a variant page), e.g. phuong2021/fig1_two_layer")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="set parameter NAME to VALUE (a Python literal; repeat for several); "
+                        "see `twolayer params NOTEBOOK`")
+    p.add_argument("--force", action="store_true", help="execute even if a cached run exists")
+    p.add_argument("--open", action="store_true", help="open the HTML page of the rerun in a browser")
     p.set_defaults(fn=cmd_rerun)
     p = sub.add_parser("params", help="list a notebook's parameters")
     p.add_argument("notebook")
