@@ -81,7 +81,7 @@ def test_cache_reuse_and_invalidation(root):
     assert "executing 2 notebook(s) (0 cached)" in first.stdout
     keys = entries(root)
     assert len(keys) == 2
-    meta = json.loads((root / "_build" / "executed" / "t" / "a.meta.json").read_text())
+    meta = json.loads((root / "_build" / "executed" / "synthesis" / "a.meta.json").read_text())
     assert meta["seconds"] > 0 and meta["effective_parameters"] == {"seed": "0", "n": "20"}
 
     start = time.perf_counter()
@@ -104,7 +104,7 @@ def test_cache_reuse_and_invalidation(root):
     back = run(root, "execute", "--jobs", "2")
     assert "executing" not in back.stdout, "restoring the library reuses the first runs"
 
-    nb = root / "book" / "t" / "b.ipynb"
+    nb = root / "book" / "synthesis" / "b.ipynb"
     text = nb.read_text()
     nb.write_text(text.replace("The value is", "The sum is"))
     assert nb.read_text() != text

@@ -94,12 +94,12 @@ def test_failing_notebook_is_reported_and_build_exits_nonzero(tmp_path):
     assert "not rendering" in err
     assert "FAILED synthesis/broken" in res.stdout and "ok     synthesis/good" in res.stdout, res.stdout
     assert "synthesis/good FAILED" not in err
-    assert (root / "_build" / "failed" / "t" / "broken.ipynb").exists(), "the failed notebook is kept"
+    assert (root / "_build" / "failed" / "synthesis" / "broken.ipynb").exists(), "the failed notebook is kept"
     entries, tmps = cache_state(root)
     assert not tmps
     assert len(entries) == 1 and (entries[0] / "meta.json").exists(), "only the good notebook is cached"
-    assert (root / "_build" / "executed" / "t" / "good.ipynb").exists()
-    assert not (root / "_build" / "executed" / "t" / "broken.ipynb").exists()
+    assert (root / "_build" / "executed" / "synthesis" / "good.ipynb").exists()
+    assert not (root / "_build" / "executed" / "synthesis" / "broken.ipynb").exists()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
