@@ -64,9 +64,9 @@ def test_claims_ledger_summary(tmp_path):
                    rival=dict(name="r", measured=4.0), diagnosis="ran longer: same")]
     (out / "nb.claims.json").write_text(json.dumps({"notebook": "lyu2021/nb", "claims": claims}))
     text = pipeline.claims_markdown(paths)
-    assert "**3 claims: 1 hold, 1 do not reproduce, 1 fail.**" in text
-    assert "| lyu2021 | 3 | 2 | 1 | 0 | 1 | 1 | 1 |" in text, text
-    assert "| prediction | 2 | 1 | 1 | 0 |" in text and "| identity | 1 | 0 | 0 | 1 |" in text
+    assert "**3 claims: 1 hold, 1 do not reproduce, 0 assumption(s) not met, 1 fail.**" in text
+    assert "| lyu2021 | 3 | 2 | 1 | 0 | 1 | 1 | 0 | 1 |" in text, text
+    assert "| prediction | 2 | 1 | 1 | 0 | 0 |" in text and "| identity | 1 | 0 | 0 | 0 | 1 |" in text
     assert "a \\| b" in text and "✓ holds" in text and "✗ **fails**" in text
     assert "linear model: 7.5e-9" in text and "3e+12" in text and "⚠ does not reproduce: ran longer: same" in text
 

@@ -627,27 +627,37 @@ def claims_markdown(paths: Paths) -> str:
     return "\n".join(_ledger_summary(rows) + _ledger_tables(rows))
 
 
+def _not_met(r: dict) -> bool:
+    """An unmet assumption that its page discusses: information, not a failure."""
+    return r["verdict"] == "fails" and r["kind"] == "assumption" and bool(r.get("note"))
+
+
 def _verdict_counts(rows: list[dict]) -> list[int]:
-    return [sum(r["verdict"] == v for r in rows) for v in claims_mod.VERDICTS]
+    """(hold, fail, do not reproduce, assumptions not met)."""
+    h, f, d = (sum(r["verdict"] == v for r in rows) for v in claims_mod.VERDICTS)
+    n = sum(_not_met(r) for r in rows)
+    return [h, f - n, d, n]
 
 
 def _ledger_summary(rows: list[dict]) -> list[str]:
-    h, f, d = _verdict_counts(rows)
-    out = [f"**{len(rows)} claims: {h} hold, {d} do not reproduce, {f} fail.**", "",
-           "| chapter | claims | " + " | ".join(claims_mod.KINDS) + " | hold | do not reproduce | fail |",
-           "|---" * (5 + len(claims_mod.KINDS)) + "|"]
+    h, f, d, n = _verdict_counts(rows)
+    out = [f"**{len(rows)} claims: {h} hold, {d} do not reproduce, {n} assumption(s) not met, "
+           f"{f} fail.**", "",
+           "| chapter | claims | " + " | ".join(claims_mod.KINDS)
+           + " | hold | do not reproduce | not met | fail |",
+           "|---" * (6 + len(claims_mod.KINDS)) + "|"]
     for chapter in claims_mod.CHAPTERS:
         rs = [r for r in rows if r["notebook"].split("/")[0] == chapter]
         if not rs:
             continue
         kinds = [sum(r["kind"] == k for r in rs) for k in claims_mod.KINDS]
-        h, f, d = _verdict_counts(rs)
-        out.append(f"| {chapter} | {len(rs)} | " + " | ".join(map(str, kinds)) + f" | {h} | {d} | {f} |")
-    out += ["", "| kind | claims | hold | do not reproduce | fail (assumptions: not met) |", "|---|---|---|---|---|"]
+        h, f, d, n = _verdict_counts(rs)
+        out.append(f"| {chapter} | {len(rs)} | " + " | ".join(map(str, kinds)) + f" | {h} | {d} | {n} | {f} |")
+    out += ["", "| kind | claims | hold | do not reproduce | not met | fail |", "|---|---|---|---|---|---|"]
     for kind in claims_mod.KINDS:
         rs = [r for r in rows if r["kind"] == kind]
-        h, f, d = _verdict_counts(rs)
-        out.append(f"| {kind} | {len(rs)} | {h} | {d} | {f} |")
+        h, f, d, n = _verdict_counts(rs)
+        out.append(f"| {kind} | {len(rs)} | {h} | {d} | {n} | {f} |")
     return out
 
 
