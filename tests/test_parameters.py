@@ -64,3 +64,28 @@ def test_every_book_notebook_declares_readable_parameters_with_valid_defaults():
         for name, p in decls.items():
             assert p.type in P.TYPES, (path, name)
             P.validate(decls, {name: p.default})
+
+
+@pytest.mark.parametrize("page, name, value, expected", [
+    ("sarussi2021/fig4_par_svm", "mu_pos", "3", "mu_pos"),
+    ("lyu2021/two_neuron", "lr", "fast", "lr"),
+    ("min2024/fig5_mnist_alignment__digits_1_7", "width", "-3", "width"),
+])
+def test_a_rerun_with_bad_values_is_refused_before_any_kernel(tmp_path, page, name, value, expected):
+    """The real ``twolayer rerun`` on the book: one line naming the parameter,
+    exit 2, and no run started (no cache folder is created in a fresh build dir)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    root = BOOK.parent
+    for item in ("_toc.yml", "_config.yml"):
+        shutil.copy(root / item, tmp_path / item)
+    shutil.copytree(BOOK, tmp_path / "book")
+    env = {**os.environ, "TWOLAYER_ROOT": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "twolayer.pipeline", "rerun", page, "-p", name, value],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    assert res.stderr.strip().count("\n") == 0 and f"parameter {expected}" in res.stderr, res.stderr
+    assert "executing" not in res.stdout and not (tmp_path / "_build" / "cache").exists()

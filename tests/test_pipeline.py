@@ -92,12 +92,17 @@ def test_cache_reuse_and_invalidation(root):
     assert entries(root) == keys
     assert elapsed < meta["seconds"] + 30, "a cached run starts no kernel"
 
-    lib_file = root / "lib" / "twolayer" / "metrics.py"
+    unused = root / "lib" / "twolayer" / "metrics.py"  # the notebooks do not import it
+    unused.write_text(unused.read_text() + "\n# touched by the test\n")
+    untouched = run(root, "execute", "--jobs", "2")
+    assert "executing" not in untouched.stdout, "an edit of a module no page imports re-executes nothing"
+
+    lib_file = root / "lib" / "twolayer" / "data.py"
     original = lib_file.read_text()
     lib_file.write_text(original + "\n# touched by the test\n")
     touched = run(root, "execute", "--jobs", "2")
     assert touched.returncode == 0, touched.stderr
-    assert "executing 2 notebook(s) (0 cached)" in touched.stdout, "a library change re-executes all"
+    assert "executing 2 notebook(s) (0 cached)" in touched.stdout, "an imported module's edit re-executes"
     assert len(entries(root) - keys) == 2
 
     lib_file.write_text(original)

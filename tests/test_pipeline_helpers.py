@@ -13,30 +13,30 @@ from twolayer import pipeline
 
 
 def test_tmp_folder_names_carry_their_owner(tmp_path):
-    tmp = pipeline._tmp_dir(tmp_path / "cache", "ab" * 12)
+    tmp = pipeline.cache._tmp_dir(tmp_path / "cache", "ab" * 12)
     assert tmp.name.startswith(".tmp-" + "ab" * 12)
-    assert pipeline._tmp_owner(tmp) == os.getpid()
-    assert not pipeline._abandoned(tmp)
-    assert pipeline._tmp_owner(tmp.with_name(".tmp-abc-xyz")) is None
+    assert pipeline.cache._tmp_owner(tmp) == os.getpid()
+    assert not pipeline.cache._abandoned(tmp)
+    assert pipeline.cache._tmp_owner(tmp.with_name(".tmp-abc-xyz")) is None
 
 
 def test_a_dead_owner_makes_a_folder_abandoned(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     stale = tmp_path / f".tmp-{'0' * 24}-{proc.pid}-q1w2"
-    assert pipeline._tmp_owner(stale) == proc.pid
-    assert pipeline._abandoned(stale)
+    assert pipeline.cache._tmp_owner(stale) == proc.pid
+    assert pipeline.cache._abandoned(stale)
 
 
 def test_kernel_start_failures_are_recognised():
-    assert pipeline._kernel_start_failed(RuntimeError("Kernel died before replying to kernel_info"))
-    assert not pipeline._kernel_start_failed(RuntimeError("something else"))
-    assert not pipeline._kernel_start_failed(ValueError("Kernel died before replying to kernel_info"))
+    assert pipeline.runner._kernel_start_failed(RuntimeError("Kernel died before replying to kernel_info"))
+    assert not pipeline.runner._kernel_start_failed(RuntimeError("something else"))
+    assert not pipeline.runner._kernel_start_failed(ValueError("Kernel died before replying to kernel_info"))
 
 
 def test_seeds_are_the_parameters_named_seed():
-    assert pipeline._seeds({"n": "5", "seed": "0", "data_seed": "3"}) == {"seed": "0", "data_seed": "3"}
-    assert pipeline._seeds({"n": "5"}) == {}
+    assert pipeline.record._seeds({"n": "5", "seed": "0", "data_seed": "3"}) == {"seed": "0", "data_seed": "3"}
+    assert pipeline.record._seeds({"n": "5"}) == {}
 
 
 def test_run_record_cell_lists_seed_versions_parameters_time():
@@ -44,7 +44,7 @@ def test_run_record_cell_lists_seed_versions_parameters_time():
                 seeds={"seed": "0"}, seconds=12.34, threads=1, machine="x86_64, 2 cores",
                 finished="2026-01-01 00:00:00", data="embedded",
                 versions={"python": "3.11.7", "torch": "2.13.0", "numpy": "2.0", "cvxpy": "1.5"})
-    cell = pipeline._run_record_cell(meta)
+    cell = pipeline.record._run_record_cell(meta)
     assert cell.metadata["tags"] == ["run-record"]
     for needle in ("wall time **12.3 s**", "seed: `seed = 0`", "changed from the defaults: `lr`",
                    "python 3.11.7, torch 2.13.0, numpy 2.0, cvxpy 1.5", "| `lr` | `0.2` |", "`'a\\|b'`"):
@@ -88,8 +88,8 @@ def test_a_package_version_change_misses_the_cache(tmp_path, monkeypatch):
     write_test_notebook(tmp_path, "synthesis/a", "# a", "n = 1  # n", "x = n",
                         ["'synthesis.a.x', 'x', x, '==', 1, 'w'"])
     paths = pipeline.Paths(tmp_path)
-    before = pipeline.cache_key(paths, "synthesis/a", {}, "lib")
-    assert pipeline.cache_key(paths, "synthesis/a", {}, "lib") == before
-    versions = pipeline._versions()
-    monkeypatch.setattr(pipeline, "_versions", lambda: {**versions, "torch": "9.9.9"})
-    assert pipeline.cache_key(paths, "synthesis/a", {}, "lib") != before
+    before = pipeline.cache_key(paths, "synthesis/a", {})
+    assert pipeline.cache_key(paths, "synthesis/a", {}) == before
+    versions = pipeline.cache._versions()
+    monkeypatch.setattr(pipeline.cache, "_versions", lambda: {**versions, "torch": "9.9.9"})
+    assert pipeline.cache_key(paths, "synthesis/a", {}) != before

@@ -179,3 +179,51 @@ def test_run_record_shows_versions_seed_parameters_and_time(tmp_path):
         assert needle in text, f"{needle!r} not in the run record:\n{text}"
     meta = json.loads((entry / "meta.json").read_text())
     assert meta["seeds"] == {"seed": "7"} and meta["seconds"] > 0
+
+
+def test_a_killed_build_leaves_no_process_and_publishes_nothing(tmp_path):
+    """``kill -9`` of the ``twolayer`` process: its worker gets the parent-death
+    signal, stops its kernel and publishes no entry; nothing keeps computing."""
+    root = make_book(tmp_path, {"synthesis/slow": SLOW})
+    env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: "20"}
+    proc = subprocess.Popen(twolayer_cmd() + ["execute", "--jobs", "1"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not (cache_state(root)[1] and kernels_of(root)):
+            assert proc.poll() is None, "the build ended before the notebook started"
+            time.sleep(0.5)
+        assert kernels_of(root), "the notebook never started"
+        time.sleep(1.0)
+        proc.kill()  # SIGKILL: no handler of the build runs
+        proc.wait()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and kernels_of(root):
+            time.sleep(0.5)
+        assert not kernels_of(root), "a worker or kernel of the killed build is still running"
+        time.sleep(25)  # longer than the notebook would have taken
+        entries, _ = cache_state(root)
+        assert not entries, f"a killed build's run was published: {entries}"
+    finally:
+        for pid in kernels_of(root):
+            os.kill(pid, signal.SIGKILL)
+
+
+def test_an_interrupt_prints_no_traceback(tmp_path):
+    root = make_book(tmp_path, {"synthesis/slow": SLOW})
+    env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: "600"}
+    proc = subprocess.Popen(twolayer_cmd() + ["execute", "--jobs", "1"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not kernels_of(root):
+            time.sleep(0.5)
+        time.sleep(2.0)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGINT
+    assert "Traceback" not in out + err and "zmq" not in (out + err).lower(), out + err
+    assert "nothing partial was cached" in err
