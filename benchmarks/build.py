@@ -6,7 +6,10 @@ reused from the cache), and each notebook's execution time as recorded in
 ``_build/executed/**/*.meta.json`` (``seconds``), sorted, with the critical
 path of a longest-first schedule on the build's workers. Targets (issue 17):
 the whole book from a clean ``_build/`` within 5 minutes wall on 2 cores; a
-no-change rebuild within 30 s. The results are written to
+no-change rebuild within 30 s; a one-module edit of ``lib/`` re-executes only
+the pages importing that module (the bench appends a comment to
+``EDITED_MODULE``, rebuilds, restores it); the MNIST GD loops within 1.5× of
+their own matrix products (``benchmarks/mnist_loops.py``). The results are written to
 ``benchmarks/results.json`` and the README's timing table (between
 ``<!-- TIMINGS -->`` markers) is regenerated from them.
 
@@ -30,6 +33,7 @@ NO_CHANGE_TARGET = 30.0
 CLEAN_TARGET = 300.0
 CHAPTER_TARGETS: dict[str, float] = {}
 RESULTS = Path(__file__).resolve().parent / "results.json"
+EDITED_MODULE = "lib/twolayer/theory/sarussi2021.py"
 MARKERS = ("<!-- TIMINGS -->", "<!-- /TIMINGS -->")
 
 
@@ -85,6 +89,13 @@ def readme_table(results: dict) -> str:
     rows.append(f"| critical path of the notebook schedule on {results['jobs']} workers "
                 f"| {results['critical_path']:.0f} |")
     rows.append(f"| sum of notebook execution times | {sum(results['times'].values()):.0f} |")
+    edit = results.get("module_edit")
+    if edit:
+        rows.append(f"| edit of `{edit['module']}`: rebuild ({edit['executed']} of {edit['pages']} pages "
+                    f"re-executed) | {edit['seconds']:.0f} |")
+    for loop in results.get("mnist_loops", []):
+        rows.append(f"| MNIST GD loop `{loop['setting']}`, {loop['steps']} steps (ratio to its matrix "
+                    f"products: {loop['ratio']:.2f}) | {loop['loop']:.1f} |")
     for nb, sec in sorted(results["times"].items(), key=lambda kv: -kv[1])[:6]:
         rows.append(f"| slowest pages: `{nb}` | {sec:.0f} |")
     return "\n".join([f"Measured by `make bench` on {results['machine']} ({results['date']}):", ""] + rows)
@@ -100,6 +111,34 @@ def update_readme(readme: Path, results: dict) -> bool:
     _, tail = rest.split(end, 1)
     readme.write_text(f"{head}{start}\n{readme_table(results)}\n{end}{tail}")
     return True
+
+
+def module_edit(root: Path, command: str, jobs: int) -> dict | None:
+    """Append a comment to ``EDITED_MODULE``, rebuild, restore it: how many pages
+    re-executed (those whose notebooks import it) and the rebuild's wall time."""
+    module = root / EDITED_MODULE
+    if not module.exists():
+        return None
+    original = module.read_text()
+    try:
+        module.write_text(original + "\n# edited by benchmarks/build.py\n")
+        start = time.perf_counter()
+        res = subprocess.run(twolayer_command() + [command, "--jobs", str(jobs)], cwd=root,
+                             capture_output=True, text=True)
+        seconds = time.perf_counter() - start
+    finally:
+        module.write_text(original)
+    executed = sum(line.startswith("  ok ") for line in res.stdout.splitlines())
+    pages = len(list((root / "_build" / "executed").rglob("*.meta.json")))
+    return dict(module=EDITED_MODULE, executed=executed, pages=pages, seconds=seconds, rc=res.returncode)
+
+
+def mnist_loops(steps: int = 2000) -> list[dict]:
+    """The MNIST GD loops against their matrix products (``mnist_loops.py``)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import mnist_loops as loops
+
+    return [loops.measure(s, steps) for s in loops.SETTINGS]
 
 
 def report(clean: float | None, nochange: float, times: dict[str, float], jobs: int = 2) -> list[str]:
@@ -154,10 +193,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"the no-change {command} failed (exit {rc})", file=sys.stderr)
         return rc
     times = notebook_times(root)
+    edit = loops = None
+    if not args.execute_only and root == Path(__file__).resolve().parents[1]:
+        print(f"edit of {EDITED_MODULE} ...", flush=True)
+        edit = module_edit(root, command, args.jobs)
+        print("restoring it (cached) ...", flush=True)
+        timed_build(root, command, args.jobs)
+        print("MNIST GD loops ...", flush=True)
+        loops = mnist_loops()
     print("\n".join(["", f"benchmark of `twolayer {command} --jobs {args.jobs}` on {root} ({machine()})", ""]
                     + report(clean, nochange, times, args.jobs)))
+    if edit:
+        print(f"one-module edit ({edit['module']}): {edit['executed']} of {edit['pages']} pages re-executed, "
+              f"{edit['seconds']:.1f} s")
+    if loops:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import mnist_loops
+
+        print("\n".join(mnist_loops.describe(r) for r in loops))
     results = dict(machine=machine(), date=time.strftime("%Y-%m-%d"), jobs=args.jobs, clean=clean,
-                   nochange=nochange, critical_path=critical_path(times, args.jobs), times=times)
+                   nochange=nochange, critical_path=critical_path(times, args.jobs), times=times,
+                   module_edit=edit, mnist_loops=loops or [])
     if root == Path(__file__).resolve().parents[1]:
         RESULTS.write_text(json.dumps(results, indent=1))
         if update_readme(root / "README.md", results):

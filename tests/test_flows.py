@@ -114,3 +114,30 @@ def test_bad_arguments(ds, kwargs, match):
 def test_data_must_be_a_dataset(ds):
     with pytest.raises(ValueError, match="data must be a twolayer.data.Dataset"):
         flows.gd(models.TwoLayerNet(4, 3), (ds.X, ds.y), lr=0.1, steps=1)
+
+
+@pytest.mark.parametrize("alpha, fixed, reduction", [(0.0, False, "sum"), (0.2, False, "mean"),
+                                                     (0.2, True, "mean")])
+def test_written_out_gd_step_equals_autograd(alpha, fixed, reduction):
+    """flows.gd's TwoLayerNet step (gradient written out) = an autograd SGD step."""
+    import copy
+
+    import torch
+
+    from twolayer import data, models
+    from twolayer.flows import steps
+
+    ds = data.two_gaussians(40, 5, seed=1)
+    signs = np.r_[np.ones(4), -np.ones(4)] if fixed else None
+    net = models.TwoLayerNet(ds.d, 8, alpha=alpha, init="gaussian", scale=0.3, seed=2, fixed_signs=signs)
+    ref, W0 = copy.deepcopy(net), net.W.detach().clone()
+    X, y = torch.tensor(ds.X), torch.tensor(ds.y)
+    loss = steps._two_layer_gd_step(net, X, y, 0.1, reduction)
+    params = [p for p in ref.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=0.1)
+    expected = steps.logistic_loss(y * ref(X), reduction)
+    expected.backward()
+    opt.step()
+    assert loss == pytest.approx(expected.item(), rel=1e-12)
+    assert torch.allclose(net.W, ref.W, atol=1e-14) and torch.allclose(net.a, ref.a, atol=1e-14)
+    assert (net.W - W0).abs().max() > 1e-6  # the step moved the weights

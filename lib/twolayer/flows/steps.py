@@ -22,6 +22,7 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from ..data import Dataset
+from ..models import TwoLayerNet
 from ..validation import positive
 from .trajectory import DivergenceError, Trajectory
 
@@ -68,6 +69,35 @@ def _check_finite(loss: float, step: int, lr: float, optimizer: str) -> None:
         raise DivergenceError(
             f"{optimizer}: loss became {loss} at step {step} with step size lr={lr:g}; "
             "lower the step size")
+
+
+def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float,
+                       reduction: str) -> float:
+    """One full-batch GD step of :class:`TwoLayerNet` with its gradient written
+    out (no autograd graph); returns the loss before the step.
+
+    With ``q_i = y_i Σ_j a_j φ(w_j·x_i)`` and ``g_i = ∂L/∂f(x_i) = −y_i σ(−q_i)/c``
+    (``c = n`` for the mean, 1 for the sum): ``∂L/∂a = φ(XWᵀ)ᵀ g`` and
+    ``∂L/∂W = ((g aᵀ) ⊙ φ'(XWᵀ))ᵀ X`` — the same two products autograd does,
+    without its bookkeeping (``benchmarks/mnist_loops.py``). ``φ'(0) = α``, as
+    torch's (leaky) ReLU backward.
+    """
+    with torch.no_grad():
+        W, a = net.W, net.a
+        Z = X @ W.T
+        A = net.activation(Z)
+        q = y * (A @ a)
+        c = X.shape[0] if reduction == "mean" else 1
+        loss = float(F.softplus(-q).sum()) / c
+        g = (-y * torch.sigmoid(-q)) / c
+        slope = (Z > 0).to(Z.dtype)
+        if net.alpha > 0:
+            slope = slope.mul_(1 - net.alpha).add_(net.alpha)
+        D = slope.mul_(g[:, None]).mul_(a[None, :])
+        if net.trains_second_layer:
+            a.sub_(lr * (A.T @ g))
+        W.sub_(lr * (D.T @ X))
+    return loss
 
 
 def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
@@ -128,6 +158,7 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
     opt = (torch.optim.Adam(params, lr=lr, betas=betas) if optimizer == "adam"
            else torch.optim.SGD(params, lr=lr))
     gen = torch.Generator().manual_seed(int(seed))
+    fast_gd = optimizer == "gd" and type(model) is TwoLayerNet
     callbacks = dict(callbacks or {})
 
     traj = Trajectory(np.empty(0, int), np.empty(0), [], np.empty(0),
@@ -160,12 +191,16 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
                 order = torch.randperm(n, generator=gen)
             idx = order[j * batch:(j + 1) * batch]
             xb, yb = X[idx], y[idx]
-        opt.zero_grad(set_to_none=True)
-        loss = logistic_loss(yb * model(xb), reduction)
-        loss.backward()
-        step_loss[k] = loss.item()
-        _check_finite(step_loss[k], k, lr, optimizer)
-        opt.step()
+        if fast_gd:
+            step_loss[k] = _two_layer_gd_step(model, X, y, lr, reduction)
+            _check_finite(step_loss[k], k, lr, optimizer)
+        else:
+            opt.zero_grad(set_to_none=True)
+            loss = logistic_loss(yb * model(xb), reduction)
+            loss.backward()
+            step_loss[k] = loss.item()
+            _check_finite(step_loss[k], k, lr, optimizer)
+            opt.step()
         if k + 1 in marks or (k + 1) % PARAMETER_CHECK_EVERY == 0 or k + 1 == total:
             _check_parameters(model, k + 1, lr, optimizer)
         if k + 1 in marks:

@@ -1,0 +1,88 @@
+"""Benchmark: the book's MNIST GD loops against their own matrix products.
+
+Each loop (``twolayer.flows.gd``: the step, loss bookkeeping and the page's
+snapshot density) is timed for ``--steps`` iterations on an embedded-MNIST pair
+at its page's setting; the reference does, for the same number of iterations,
+only the two products a GD step cannot avoid: the forward ``X Wᵀ`` (n×d by d×h)
+and the weight gradient ``Gᵀ X`` (h×n by n×d). Target (issue 17): loop ≤ 1.5 ×
+products. A short warm-up run first keeps lazy imports and first-call
+allocations out of the timing.
+
+- ``min2024``: ``book/min2024/fig5_mnist_alignment`` — centred 1 vs 0, h = 50,
+  both layers trained, summed loss, float32, 150 snapshots per 15,000 steps;
+- ``sarussi2021``: ``book/sarussi2021/thm51_mnist_linear_regime`` — centred 3 vs 5,
+  k = 5 neurons of each sign (second layer fixed), leaky slope 0.2, mean loss,
+  float32, 16 snapshots per 400 steps.
+
+    .venv/bin/python benchmarks/mnist_loops.py [--steps 2000] [--threads 1] [--setting min2024]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+import twolayer
+from twolayer import data, flows, models
+from twolayer.theory import min2024
+
+SETTINGS = ("min2024", "sarussi2021")
+
+
+def _setting(name: str, seed: int = 0):
+    """(dataset, network, step size, reduction, snapshots per step) of a page."""
+    if name == "min2024":
+        ds = data.mnist_pair(1, 0).centered()
+        lr = min2024.equivalent_step(2e-3, min2024.mnist_paper_size((0, 1)), ds.n)
+        net = models.TwoLayerNet(ds.d, 50, init="gaussian", scale=1e-6, seed=seed, dtype=torch.float32)
+        return ds, net, lr, "sum", 150 / 15000
+    if name == "sarussi2021":
+        ds = data.mnist_pair(3, 5).centered()
+        net = models.TwoLayerNet.fixed_second_layer(ds.d, 5, 0.2, scale=1e-6, seed=seed, dtype=torch.float32)
+        return ds, net, 0.05, "mean", 16 / 400
+    raise ValueError(f"setting must be one of {SETTINGS}, got {name!r}")
+
+
+def measure(setting: str, steps: int = 2000) -> dict:
+    """Seconds of the GD loop and of its products alone, and their ratio."""
+    ds, net, lr, reduction, density = _setting(setting)
+    flows.gd(_setting(setting)[1], ds, lr=lr, steps=20, reduction=reduction)  # warm-up
+    marks = flows.snapshot_schedule(steps, max(2, round(steps * density)), log_fraction=0.3)
+    start = time.perf_counter()
+    flows.gd(net, ds, lr=lr, steps=steps, reduction=reduction, snapshot_steps=marks)
+    loop = time.perf_counter() - start
+
+    X = torch.tensor(ds.X, dtype=torch.float32)
+    W = net.W.detach().clone()
+    G = torch.randn(ds.n, net.width, dtype=torch.float32)
+    for _ in range(20):  # warm-up
+        X @ W.T
+    start = time.perf_counter()
+    for _ in range(steps):
+        X @ W.T
+        G.T @ X
+    plain = time.perf_counter() - start
+    return dict(setting=setting, steps=steps, n=ds.n, d=ds.d, h=net.width, loop=loop, products=plain,
+                ratio=loop / plain)
+
+
+def describe(r: dict) -> str:
+    return (f"{r['setting']:12s} GD loop {r['loop']:6.2f} s, products {r['products']:6.2f} s "
+            f"({r['steps']} steps, n={r['n']}, d={r['d']}, h={r['h']}): ratio {r['ratio']:.2f} "
+            f"(target <= 1.5: {'met' if r['ratio'] <= 1.5 else 'MISSED'})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=2000, help="GD iterations to time")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads")
+    parser.add_argument("--setting", choices=SETTINGS, action="append", help="default: all")
+    args = parser.parse_args()
+    twolayer.configure_threads(args.threads)
+    for setting in args.setting or SETTINGS:
+        print(describe(measure(setting, args.steps)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
