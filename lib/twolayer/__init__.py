@@ -17,7 +17,10 @@ Rooms (one idea each):
 - :mod:`plots` — the book's figure style and shared figures;
 - :mod:`prose` — ``glue`` for numbers quoted in the text;
 - :mod:`validation` — argument checks;
-- :mod:`pipeline` — executing, caching and rendering the book (the ``twolayer`` command).
+- :mod:`pipeline` — executing, caching and rendering the book (the ``twolayer``
+  command), one job per module: ``pages``, ``imports`` (the import graph that
+  keys the cache), ``cache``, ``record``, ``runner``, ``generated``, ``render``,
+  ``lock``, ``cli``.
 """
 from __future__ import annotations
 
