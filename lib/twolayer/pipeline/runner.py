@@ -174,6 +174,8 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         _RUNNING = False
+        if not _parent_alive(parent):  # the build died: no one will read a result or send work
+            os._exit(128 + signal.SIGTERM)
 
 
 def _describe(exc: BaseException, failed: Path) -> str:
