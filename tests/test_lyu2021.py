@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from twolayer import flows
+from twolayer import flows, models
 from twolayer.data import symmetric_augment, uniform_disk_linear
 from twolayer.models import TwoLayerNet, two_layer_output
 from twolayer.theory import lyu2021 as L
@@ -201,3 +201,29 @@ def test_staged_gd_times_and_relative_steps(sym):
     assert tr2.config["schedule"][0][0] > 0.05
     with pytest.raises(ValueError, match="schedule"):
         flows.staged_gd(net, sym, [])
+
+
+def test_limit_error_is_relative_sup_distance_of_the_direction():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.5]])
+    w_star = np.array([0.6, 0.8])
+    target = L.symmetric_limit_function(X, w_star, 0.5)
+    W = np.array([[3.0, 4.0], [-3.0, -4.0]])  # f = 5·(φ(w*·x) − φ(−w*·x)) up to scale
+    a = np.array([5.0, -5.0])
+    err = L.limit_error(W, a, X, target, 0.5)
+    Wn, an = L.unit_direction(W, a)
+    expected = np.abs(models.two_layer_output(Wn, an, X, 0.5) - target).max() / np.abs(target).max()
+    assert err == pytest.approx(expected) and err < 0.5
+    assert L.limit_error(2 * W, 2 * a, X, target, 0.5) == pytest.approx(err)  # direction only
+    with pytest.raises(ValueError, match="0 on every"):
+        L.limit_error(W, a, X, np.zeros(3), 0.5)
+
+
+def test_from_weights_builds_the_network_it_is_given():
+    W, a = np.array([[1.0, -2.0], [0.5, 0.5], [0.0, 1.0]]), np.array([1.0, -1.0, 2.0])
+    net = models.TwoLayerNet.from_weights(W, a, alpha=0.3)
+    W2, a2 = net.weights()
+    assert np.array_equal(W2, W) and np.array_equal(a2, a) and net.alpha == 0.3 and net.trains_second_layer
+    X = np.array([[1.0, 1.0], [-1.0, 2.0]])
+    assert np.allclose(net.predict(X), models.two_layer_output(W, a, X, 0.3))
+    with pytest.raises(ValueError, match="W must be"):
+        models.TwoLayerNet.from_weights(W, a[:2])

@@ -248,3 +248,33 @@ def test_pipeline_variants(tmp_path):
     (ch / "variants.yml").write_text("- notebook: ch/nb\n  variant: 'a b'\n")
     with pytest.raises(ValueError, match="variant"):
         P.variants(paths)
+
+
+def test_paper_time_is_the_flow_time_of_the_papers_loss():
+    """Integrating the paper's loss (2 × sum) for paper time s reaches the state the
+    book's sum loss reaches at book time 2s, and the book's mean loss at 2ns."""
+    import copy
+
+    import torch
+
+    from twolayer import data, flows, models
+
+    ds = data.two_gaussians(12, 3, seed=0)
+    net = models.TwoLayerNet(3, 4, init="gaussian", scale=0.5, seed=1)
+    s, steps = 0.02, 400
+    paper = copy.deepcopy(net)  # Euler steps of the paper's flow: gradient of 2 * sum
+    opt = torch.optim.SGD(paper.parameters(), lr=s / steps)
+    X, y = torch.tensor(ds.X), torch.tensor(ds.y)
+    for _ in range(steps):
+        opt.zero_grad()
+        (2 * flows.logistic_loss(y * paper(X), "sum")).backward()
+        opt.step()
+    for reduction in ("sum", "mean"):
+        t_book = float(M.book_time(s, reduction, n=ds.n))
+        book = copy.deepcopy(net)
+        flows.gd(book, ds, lr=t_book / steps, steps=steps, reduction=reduction)
+        assert torch.allclose(book.W, paper.W, atol=1e-9)
+        assert float(M.paper_time(t_book, reduction, n=ds.n)) == pytest.approx(s)
+    assert t_book == pytest.approx(2 * ds.n * s)
+    with pytest.raises(ValueError, match="needs the number of points"):
+        M.paper_time(1.0, "mean")

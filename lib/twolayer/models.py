@@ -93,6 +93,20 @@ class TwoLayerNet(nn.Module):
         return cls(d, 2 * k, alpha=alpha, init="gaussian", scale=scale, fixed_signs=signs,
                    seed=seed, dtype=dtype)
 
+    @classmethod
+    def from_weights(cls, W, a, alpha: float = 0.0, dtype: torch.dtype = torch.float64) -> "TwoLayerNet":
+        """The network with first layer ``W`` (m, d) and second layer ``a`` (m,),
+        both trained (e.g. an embedding of a narrower net, Lyu et al. §5)."""
+        W = np.asarray(to_numpy(W), dtype=float)
+        a = np.asarray(to_numpy(a), dtype=float)
+        if W.ndim != 2 or a.shape != (W.shape[0],):
+            raise ValueError(f"W must be (m, d) and a (m,); got {W.shape} and {a.shape}")
+        net = cls(W.shape[1], W.shape[0], alpha=alpha, dtype=dtype)
+        with torch.no_grad():
+            net.W.copy_(torch.as_tensor(W, dtype=dtype))
+            net.a.copy_(torch.as_tensor(a, dtype=dtype))
+        return net
+
     def _initial(self, init, scale, c, signs, g, dtype):
         m, d = self.width, self.d
         if init == "balanced":

@@ -13,7 +13,7 @@ import numpy as np
 
 from . import metrics
 from .data import Dataset, antipodal_gaussians
-from .models import TwoLayerNet, two_layer_output
+from .models import TwoLayerNet
 from .theory import lyu2021, min2024, phuong2021, sarussi2021
 from .theory.margins import NotSeparableError
 
@@ -69,9 +69,8 @@ def prediction_gaps(W, a, data: Dataset, alpha: float, X_eval: np.ndarray | None
         w_star = lyu2021.max_margin_separator(X, y)
     except NotSeparableError:
         return out
-    Wn, an = lyu2021.unit_direction(W, a)
     target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
-    out["lyu"] = float(np.abs(two_layer_output(Wn, an, X_eval, alpha) - target).max() / np.abs(target).max())
+    out["lyu"] = lyu2021.limit_error(W, a, X_eval, target, alpha)
     return out
 
 

@@ -232,6 +232,20 @@ def hinted_limit_function(X, w_star, alpha: float) -> np.ndarray:
     return 0.5 * leaky_relu(X @ w, _alpha(alpha))
 
 
+def limit_error(W, a, X_eval, limit_values, alpha: float) -> float:
+    """Distance of the network's direction to a limit function, relative to the limit:
+    ``sup_x |f_{θ/‖θ‖}(x) − f^∞(x)| / sup_x |f^∞(x)|`` over the rows of ``X_eval``,
+    with ``f^∞`` given by its values there (Thm 4.3: :func:`symmetric_limit_function`;
+    Thm 6.2: :func:`hinted_limit_function`)."""
+    Wn, an = unit_direction(W, a)
+    X_eval = as_matrix(X_eval, "X_eval")
+    target = as_vector(limit_values, "limit_values", X_eval.shape[0])
+    scale = np.abs(target).max()
+    if scale == 0:
+        raise ValueError("the limit function is 0 on every evaluation point")
+    return float(np.abs(two_layer_output(Wn, an, X_eval, alpha) - target).max() / scale)
+
+
 def global_max_margin_symmetric(X, y, alpha: float) -> float:
     """Theorem 4.2: on symmetric separable data the global max normalized margin
     of a width-≥2 leaky net is ``(1+α)/4 · γ_lin``."""

@@ -20,8 +20,8 @@ Net ``f(x) = Σ_j v_j σ(w_j·x)`` (ReLU, no biases), sum loss ``L = Σ_i ℓ(y_
 Loss normalisation. The paper's analysis (App. C) uses ``ℓ(q) = 2 log(1 + e^{−q})``
 (so that ``−ℓ'(0) = 1``); the book's trainer (:mod:`twolayer.flows`) uses
 ``log(1 + e^{−q})``. The two flows trace the same path, the book's at half the
-speed: book time ``t = steps·lr`` equals paper time ``t/2``. The functions
-below take ``loss_weight`` (2 = the paper's normalisation, the default) so that
+speed: book time ``t = steps·lr`` equals paper time ``t/2`` (``t/(2n)`` for the
+mean loss): :func:`paper_time`, :func:`book_time`. The functions below take ``loss_weight`` (2 = the paper's normalisation, the default) so that
 velocities are in the paper's time unit.
 """
 from __future__ import annotations
@@ -335,6 +335,33 @@ def norm_direction_changes(W, v, X, y, loss_weight: float = 1.0) -> tuple[float,
     d_norm = np.abs((W[live] * gW[live]).sum(axis=1)) / norms[live]
     d_dir = np.linalg.norm(_projected(W[live], gW[live]), axis=1) / norms[live]
     return float(d_norm.sum()), float(d_dir.sum())
+
+
+def paper_time(book_time, reduction: str = "sum", n: int | None = None,
+               loss_weight: float = 2.0) -> np.ndarray:
+    """Min et al.'s clock from the book's flow time (module docstring, App. C).
+
+    The paper's loss is ``Σ_i 2 log(1 + e^{−q_i})`` (``loss_weight`` 2, so that
+    ``−ℓ'(0) = 1``); the book's trainers use ``log(1 + e^{−q})`` summed
+    (``reduction="sum"``) or averaged over ``n`` points (``"mean"``). The flows
+    trace the same path; the paper's is faster by ``loss_weight`` (and by ``n``
+    for the mean), so paper time = book time / loss_weight (/ n).
+    """
+    return np.asarray(book_time, dtype=float) / _time_factor(reduction, n, loss_weight)
+
+
+def book_time(paper_t, reduction: str = "sum", n: int | None = None,
+              loss_weight: float = 2.0) -> np.ndarray:
+    """The inverse of :func:`paper_time`: the book's flow time of a paper time."""
+    return np.asarray(paper_t, dtype=float) * _time_factor(reduction, n, loss_weight)
+
+
+def _time_factor(reduction: str, n: int | None, loss_weight: float) -> float:
+    if reduction not in ("sum", "mean"):
+        raise ValueError(f"reduction must be 'sum' or 'mean', got {reduction!r}")
+    if reduction == "mean" and (n is None or int(n) != n or n < 1):
+        raise ValueError(f"the mean loss needs the number of points n >= 1, got {n!r}")
+    return positive(loss_weight, "loss_weight") * (n if reduction == "mean" else 1)
 
 
 def equivalent_step(lr: float, n_paper: int, n: int) -> float:
