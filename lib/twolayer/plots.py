@@ -1,6 +1,8 @@
 """The book's one visual style and the figure helpers shared by chapters."""
 from __future__ import annotations
 
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
@@ -9,6 +11,7 @@ from matplotlib.ticker import NullFormatter  # noqa: F401  (re-exported for note
 from .metrics import singular_values, top_singular_directions
 
 POS, NEG, DEAD = "#d1495b", "#00798c", "#9e9e9e"
+MIN_SEGMENT = 0.15  # shortest neuron segment in neurons_2d, as a fraction of the frame
 
 
 # The book's text column is about 740 px wide. A figure wider than PAGE_WIDTH
@@ -36,6 +39,45 @@ def panels(rows: int = 1, cols: int = 1, height: float = 3.4, **kwargs):
     kwargs.setdefault("layout", "constrained")
     fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH, height * rows), **kwargs)
     return fig, axes
+
+
+def _math_aware_words(line: str) -> list[str]:
+    """Words of a title line, a ``$...$`` span kept whole (mathtext cannot be split)."""
+    return re.findall(r"\S*\$[^$]*\$\S*|\S+", line)
+
+
+def _visible_length(word: str) -> float:
+    return len(word) * (0.6 if "$" in word else 1.0)
+
+
+def wrap_title(text: str, width_chars: float) -> str:
+    """``text`` with its lines folded to about ``width_chars`` visible characters."""
+    out = []
+    for line in text.split("\n"):
+        current, length = [], 0.0
+        for word in _math_aware_words(line):
+            w = _visible_length(word)
+            if current and length + 1 + w > width_chars:
+                out.append(" ".join(current))
+                current, length = [], 0.0
+            current.append(word)
+            length += w + (1 if len(current) > 1 else 0)
+        out.append(" ".join(current))
+    return "\n".join(out)
+
+
+def fit_titles(fig) -> None:
+    """Fold every panel title to its panel's width (a long title would widen the
+    saved figure, and the page would then shrink all of its text)."""
+    fig.canvas.draw()
+    width_in = fig.get_figwidth()
+    for ax in fig.axes:
+        title = ax.get_title()
+        if not title or not ax.get_visible():
+            continue
+        size = ax.title.get_fontsize()
+        chars = ax.get_position().width * width_in * 72 / (0.55 * size)
+        ax.set_title(wrap_title(title, max(chars, 12)))
 
 
 def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fill: str = "sign",
@@ -134,14 +176,16 @@ def inner_product_histograms(ax, R, y, title: str, max_pairs: int = 20000, seed:
 
 def neurons_2d(ax, W, a, X, y, title: str = "", dead=None) -> None:
     """2-D data (markers by label) and neurons as segments from the origin along
-    ``w_j/max_k‖w_k‖`` (length shows relative norm; direction shown even when tiny),
+    ``w_j``, of length ``‖w_j‖/max_k‖w_k‖`` but at least ``MIN_SEGMENT`` of the
+    frame (so a tiny neuron's direction still shows),
     coloured by the sign of ``a_j``; ``dead`` (bool mask) greys neurons out (Min et al. Figs 6–9)."""
     W, a, X, y = np.asarray(W, float), np.asarray(a, float), np.asarray(X, float), np.asarray(y, float)
     if W.ndim != 2 or W.shape[1] != 2 or X.shape[1] != 2:
         raise ValueError(f"neurons_2d needs 2-D inputs; got W {W.shape}, X {X.shape}")
     scale = np.abs(X).max() * 1.1
     norms = np.linalg.norm(W, axis=1)
-    U = W / max(norms.max(), 1e-300) * scale
+    relative = norms / max(norms.max(), 1e-300)
+    U = W / np.maximum(norms, 1e-300)[:, None] * (scale * np.clip(relative, MIN_SEGMENT, 1.0))[:, None]
     colors = sign_colors(a)
     if dead is not None:
         colors = np.where(np.asarray(dead, bool), DEAD, colors)
