@@ -107,6 +107,22 @@ def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fil
     return F
 
 
+def zero_line(ax, normal, lim: float, **kwargs) -> None:
+    """The line ``{x : normal·x = 0}`` across ``[-lim, lim]²`` (a linear boundary)."""
+    normal = np.asarray(normal, float)
+    t = np.array([-normal[1], normal[0]]) / np.linalg.norm(normal)
+    ax.plot(*np.outer([-2 * lim, 2 * lim], t).T, **kwargs)
+
+
+def neuron_arrows(ax, W, color, scale: float, lw: float = 1.2, label: str | None = None) -> None:
+    """The rows of a 2-D ``W`` as arrows from the origin, each multiplied by
+    ``scale`` (one scale for all, so lengths compare); ``label`` adds a legend entry."""
+    for row in np.asarray(W, float) * scale:
+        ax.annotate("", xy=row, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=lw))
+    if label:
+        ax.plot([], [], color=color, label=label)
+
+
 def sign_colors(a) -> np.ndarray:
     """Colour per neuron: positive / negative output weight, grey for zero."""
     a = np.asarray(a)
