@@ -121,3 +121,20 @@ def test_conv_net_forward_shape_and_representations():
     assert [r.shape[1] for r in reps] == [784, 4 * 784, 4 * 196, 8 * 196, 8 * 49, 64 * 49, 64 * 49, 16]
     with pytest.raises(ValueError, match="fc_scale must be > 0"):
         models.ConvNet(fc_scale=0)
+
+
+def test_building_residual_or_conv_nets_leaves_the_global_generator_alone():
+    """Every network seeds its own initialisation (like TwoLayerNet's generator):
+    the numbers a caller draws after building one do not depend on it."""
+    import torch
+
+    from twolayer import models
+
+    for build in (lambda: models.ResidualNet(3, 4, seed=5), lambda: models.ConvNet(seed=5)):
+        torch.manual_seed(123)
+        expected = torch.rand(3)
+        torch.manual_seed(123)
+        first = build()
+        assert torch.equal(torch.rand(3), expected)
+        second = build()  # same seed, same weights, whatever the global state
+        assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters()))

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -18,6 +19,16 @@ from torch.nn import functional as F
 from .validation import positive, to_numpy
 
 INITS = ("balanced", "gaussian", "default")
+
+
+@contextlib.contextmanager
+def _seeded(seed: int | None):
+    """Seed torch's global generator for layers built with PyTorch's default
+    initialisation, and restore its state afterwards: building a network never
+    changes the random numbers the caller draws next."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0 if seed is None else int(seed))
+        yield
 
 
 def _generator(seed: int | None) -> torch.Generator:
@@ -184,9 +195,9 @@ class ResidualNet(nn.Module):
         if depth < 3:
             raise ValueError(f"depth must be >= 3 (input, residual, output layers), got {depth}")
         positive(scale, "scale")
-        torch.manual_seed(0 if seed is None else seed)
         dims = [(d, width)] + [(width, width)] * (depth - 2) + [(width, 1)]
-        self.layers = nn.ModuleList(nn.Linear(i, o, bias=False, dtype=dtype) for i, o in dims)
+        with _seeded(seed):
+            self.layers = nn.ModuleList(nn.Linear(i, o, bias=False, dtype=dtype) for i, o in dims)
         with torch.no_grad():
             for layer in self.layers:
                 layer.weight.mul_(scale)
@@ -217,13 +228,13 @@ class ConvNet(nn.Module):
                  fc_scale: float = 0.05, seed: int | None = 0, dtype: torch.dtype = torch.float32) -> None:
         super().__init__()
         positive(fc_scale, "fc_scale")
-        torch.manual_seed(0 if seed is None else seed)
         c1, c2 = channels
         chans = [1, c1, c1, c2, c2, 64, 64]
-        self.convs = nn.ModuleList(nn.Conv2d(chans[i], chans[i + 1], 3, padding=1, dtype=dtype)
-                                   for i in range(6))
-        self.fc7 = nn.Linear(64 * 7 * 7, fc_width, dtype=dtype)
-        self.fc8 = nn.Linear(fc_width, 1, dtype=dtype)
+        with _seeded(seed):
+            self.convs = nn.ModuleList(nn.Conv2d(chans[i], chans[i + 1], 3, padding=1, dtype=dtype)
+                                       for i in range(6))
+            self.fc7 = nn.Linear(64 * 7 * 7, fc_width, dtype=dtype)
+            self.fc8 = nn.Linear(fc_width, 1, dtype=dtype)
         with torch.no_grad():
             for p in (*self.fc7.parameters(), *self.fc8.parameters()):
                 p.mul_(fc_scale)
