@@ -210,4 +210,5 @@ def neurons_2d(ax, W, a, X, y, title: str = "", dead=None) -> None:
         ax.plot(u[0], u[1], "o", color=c, ms=3)
     ax.scatter(*X[y > 0].T, marker="+", s=90, color=POS, lw=2, label="$y=+1$", zorder=3)
     ax.scatter(*X[y < 0].T, marker="_", s=90, color=NEG, lw=2, label="$y=-1$", zorder=3)
-    ax.set(xlim=(-scale, scale), ylim=(-scale, scale), aspect="equal", title=title)
+    ax.set(xlim=(-scale, scale), ylim=(-scale, scale), aspect="equal", title=title,
+           xlabel="$x_1$", ylabel="$x_2$")
