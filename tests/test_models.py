@@ -138,3 +138,21 @@ def test_building_residual_or_conv_nets_leaves_the_global_generator_alone():
         assert torch.equal(torch.rand(3), expected)
         second = build()  # same seed, same weights, whatever the global state
         assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters()))
+
+
+def test_homogeneity_counts_only_trainable_layers():
+    """f is 2-homogeneous in (W, a) but 1-homogeneous in W under a fixed second layer."""
+    import torch
+
+    from twolayer import models
+
+    free = models.TwoLayerNet(3, 4, seed=0)
+    fixed = models.TwoLayerNet.fixed_second_layer(3, 2, 0.2, seed=0)
+    x = torch.randn(5, 3, dtype=torch.float64)
+    for net in (free, fixed):
+        before = net(x)
+        with torch.no_grad():
+            for p in net.parameters():
+                p.mul_(3.0)
+        assert torch.allclose(net(x), 3.0 ** net.homogeneity * before)
+    assert (free.homogeneity, fixed.homogeneity) == (2, 1)

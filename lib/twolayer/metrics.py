@@ -79,7 +79,9 @@ def margins(f_values, y) -> np.ndarray:
 
 
 def normalized_margin(f_values, y, param_norm: float, homogeneity: int = 2) -> float:
-    """``γ(θ) = min_i y_i f_θ(x_i) / ‖θ‖^L`` for an L-homogeneous model (L = 2 here)."""
+    """``γ(θ) = min_i y_i f_θ(x_i) / ‖θ‖^L`` for an L-homogeneous model: L = 2 for a
+    two-layer net training both layers (the default), 1 under a fixed second
+    layer — pass the model's ``homogeneity``."""
     if param_norm <= 0:
         raise ValueError(f"param_norm must be > 0, got {param_norm}")
     return float(margins(f_values, y).min() / param_norm ** homogeneity)

@@ -66,8 +66,6 @@ class TwoLayerNet(nn.Module):
         Seed of the initialisation.
     """
 
-    homogeneity = 2
-
     def __init__(self, d: int, width: int, alpha: float = 0.0, init: str = "balanced",
                  scale: float = 1.0, second_layer_scale: float = 1.0,
                  fixed_signs: np.ndarray | None = None, signs: np.ndarray | None = None,
@@ -139,6 +137,13 @@ class TwoLayerNet(nn.Module):
     @property
     def trains_second_layer(self) -> bool:
         return isinstance(self.a, nn.Parameter)
+
+    @property
+    def homogeneity(self) -> int:
+        """Degree of homogeneity in the *trainable* parameters: 2 when both
+        layers train, 1 under a fixed second layer (Sarussi et al.): then
+        ``f_{cW} = c f_W`` and the normalised margin is ``min q_i/‖W‖``."""
+        return 2 if self.trains_second_layer else 1
 
     def activation(self, z: torch.Tensor) -> torch.Tensor:
         """``φ(z) = max(z, αz)``."""
