@@ -43,7 +43,7 @@ def panels(rows: int = 1, cols: int = 1, height: float = 3.4, **kwargs):
 
 def _math_aware_words(line: str) -> list[str]:
     """Words of a title line, a ``$...$`` span kept whole (mathtext cannot be split)."""
-    return re.findall(r"\S*\$[^$]*\$\S*|\S+", line)
+    return re.findall(r"(?:[^\s$]|\$[^$]*\$)+", line)
 
 
 def _visible_length(word: str) -> float:
