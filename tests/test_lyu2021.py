@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from twolayer import flows, models
+from twolayer import models
 from twolayer.data import symmetric_augment, uniform_disk_linear
 from twolayer.models import TwoLayerNet, two_layer_output
 from twolayer.theory import lyu2021 as L
@@ -190,17 +190,6 @@ def test_search_max_margin_finds_theorem_4_2_value(sym):
         L.search_max_margin(sym.X, sym.y, 0.5, width=0)
     with pytest.raises(ValueError, match="alpha"):
         L.search_max_margin(sym.X, sym.y, 1.5, width=2)
-
-
-def test_staged_gd_times_and_relative_steps(sym):
-    net = TwoLayerNet(2, 4, alpha=0.5, init="gaussian", scale=1e-3, seed=0)
-    tr = flows.staged_gd(net, sym, [(0.5, 100), (1.0, 50)], n_snapshots=3)
-    assert np.isclose(tr.times[-1], 0.5 * 100 + 1.0 * 50) and tr.steps[-1] == 150
-    assert np.all(np.diff(tr.times) > 0) and len(tr.snapshots) == len(tr.times)
-    tr2 = flows.staged_gd(net, sym, [(0.05, 20)], relative=True)
-    assert tr2.config["schedule"][0][0] > 0.05
-    with pytest.raises(ValueError, match="schedule"):
-        flows.staged_gd(net, sym, [])
 
 
 def test_limit_error_is_relative_sup_distance_of_the_direction():

@@ -5,8 +5,8 @@ Rooms (one idea each):
 
 - :mod:`data` — the datasets (synthetic generators of the four papers, MNIST);
 - :mod:`models` — the networks (two-layer, residual, conv) and the activation;
-- :mod:`flows` — training: step-by-step trainers (``flows.steps``), staged GD
-  (``flows.staged``), the gradient-flow integrator (``flows.integrator``), the
+- :mod:`flows` — training: step-by-step trainers (``flows.steps``), the
+  gradient-flow integrator (``flows.integrator``), the
   ``Trajectory`` record (``flows.trajectory``);
 - :mod:`metrics` — measurements shared by several papers;
 - :mod:`theory` — one module per paper (``phuong2021``, ``sarussi2021``,

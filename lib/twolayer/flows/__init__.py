@@ -4,16 +4,14 @@
   ``sgd``, ``adam``): GD with step ``η`` is the Euler discretisation of the flow.
 - :mod:`.integrator` — :func:`gradient_flow`, an adaptive integrator of the flow
   itself that reaches ``t = 1e300``.
-- :mod:`.staged` — :func:`staged_gd`, GD with a piecewise-constant step for long finite-time runs.
 - :mod:`.trajectory` — the :class:`Trajectory` record, :class:`DivergenceError`,
   :func:`trajectory_distance`.
 """
 from .integrator import _FlowField, _MarginOracle, gradient_flow, log_time_grid  # noqa: F401 (tests)
-from .staged import staged_gd
 from .steps import (OPTIMIZERS, REDUCTIONS, adam, gd, load_state, logistic_loss, sgd,
                     snapshot_schedule, train)
 from .trajectory import DivergenceError, Trajectory, trajectory_distance
 
 __all__ = ["DivergenceError", "OPTIMIZERS", "REDUCTIONS", "Trajectory", "adam", "gd", "gradient_flow",
-           "load_state", "log_time_grid", "logistic_loss", "sgd", "snapshot_schedule", "staged_gd", "train",
+           "load_state", "log_time_grid", "logistic_loss", "sgd", "snapshot_schedule", "train",
            "trajectory_distance"]

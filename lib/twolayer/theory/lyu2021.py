@@ -25,7 +25,7 @@ __all__ = [
     "hinted_dataset", "mu", "mu_tilde", "lambda0", "m_norm", "phase1_time", "phase1_decomposition",
     "Phase1Decomposition", "is_good_embedding", "embed", "unembed", "normalized_margin",
     "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
-    "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "flow_schedule",
+    "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch",
 ]
 
 
@@ -334,28 +334,6 @@ def search_max_margin(X, y, alpha: float, width: int, starts: int = 50, seed: in
     W, a = sols[k]
     c = 1 / np.sqrt((y * two_layer_output(W, a, X, alpha)).min())
     return MarginSearch(float(margins[k]), W * c, a * c, margins, sols)
-
-
-# ------------------------------------------------------------ long runs
-
-def flow_schedule(X, y, alpha: float, sigma: float, stages: int = 60, stage_steps: int = 100,
-                  eta: float = 0.02, phase1_lr: float = 0.1) -> list[tuple[float, int]]:
-    """A :func:`twolayer.flows.staged_gd` schedule (use with ``relative=True``) that runs
-    through phase I and deep into the late phase.
-
-    Stage 0: step ``phase1_lr/λ0`` (near 0 the Hessian of the loss is ``M_μ̃``
-    of §5.1, of norm λ0) in absolute terms (``relative=True`` divides it by
-    ``L(θ0) ≈ ln 2``, so it is given here multiplied by ln 2) for a flow time
-    ``2(ln(1/σ) + 3)/λ0`` — twice the phase-I scale of Lemma 5.2. Then ``stages`` stages of ``stage_steps``
-    steps of relative size ``eta/max‖x‖²`` (step ``η/(max‖x‖² L(θ))``).
-    """
-    X, y = as_xy(X, y)
-    sigma, eta = positive(sigma, "sigma"), positive(eta, "eta")
-    lam = max(lambda0(X, y, alpha), 1e-12)
-    xmax2 = float((X ** 2).sum(axis=1).max())
-    lr1 = positive(phase1_lr, "phase1_lr") / lam
-    steps1 = int(np.ceil(2 * (np.log(1 / sigma) + 3) / lam / lr1))
-    return [(lr1 * np.log(2), steps1)] + [(eta / xmax2, int(stage_steps))] * int(stages)
 
 
 def unit_direction(W, a) -> tuple[np.ndarray, np.ndarray]:
