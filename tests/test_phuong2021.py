@@ -116,3 +116,27 @@ def test_bad_input_names_the_argument(fn):
 def test_one_class_only_is_an_error(fn):
     with pytest.raises(ValueError, match="y has no negative examples"):
         fn(np.array([[1.0, 0.0], [0.0, 1.0]]), [1, 1])
+
+
+def test_G_ascent_finds_the_unique_extremal_directions():
+    """Lemma 2 on orthant data: every start ends at the same point, in σ±, at x̂± (the
+    maximiser of the linear piece ½⟨w, Σ_pos x_i⟩), with G = ½‖Σ_pos x_i‖."""
+    import numpy as np
+
+    from twolayer import data
+    from twolayer.theory import phuong2021
+
+    ds = data.orthant_data(200, 8, seed=3)
+    sp, sm = phuong2021.extremal_sectors(ds.X, ds.y)
+    xp, xm = phuong2021.early_phase_directions(ds.X, ds.y)
+    for sign, sigma, target in ((1, sp, xp), (-1, sm, xm)):
+        W0, W = phuong2021.G_ascent(ds.X, ds.y, starts=50, sign=sign, steps=300, seed=0)
+        assert phuong2021.in_sector(W, ds.X, sigma).all()
+        assert not phuong2021.in_sector(W0, ds.X, sigma).all()
+        assert np.allclose(W @ target / np.linalg.norm(target), 1.0, atol=1e-9)
+    best = phuong2021.G_function(xp, ds.X, ds.y)
+    assert np.isclose(best, 0.5 * np.linalg.norm(ds.X[ds.y > 0].sum(0)))
+    import pytest
+
+    with pytest.raises(ValueError, match="sign"):
+        phuong2021.G_ascent(ds.X, ds.y, sign=0)

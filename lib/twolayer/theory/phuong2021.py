@@ -97,6 +97,38 @@ def G_function(w, X, y) -> float:
     return float(0.5 * y @ np.maximum(X @ (w / nw), 0.0))
 
 
+def G_ascent(X, y, starts: int = 200, sign: int = 1, steps: int = 400, lr: float = 0.5,
+             seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Projected (sub)gradient ascent of ``sign·G`` on the unit sphere from
+    ``starts`` uniformly random points, all at once (Lemma 2's multi-start check).
+
+    ``∇G(w) = ½ Σ_i y_i 1[w·x_i > 0] x_i`` for unit ``w``; each step moves along
+    the great circle towards the gradient by an angle ``lr/√k`` (never past the
+    gradient's own direction, the maximiser of ``G`` on a linear piece), so the
+    iterates settle on a maximiser of the piecewise-linear ``G``. Returns
+    ``(start points, end points)``, each ``(starts, d)``.
+    """
+    X, y = as_xy(X, y)
+    if sign not in (1, -1):
+        raise ValueError(f"sign must be 1 (maximise G) or -1 (minimise), got {sign!r}")
+    if int(starts) != starts or starts < 1 or int(steps) != steps or steps < 1:
+        raise ValueError(f"starts and steps must be positive integers, got {starts!r}, {steps!r}")
+    rng = np.random.default_rng(seed)
+    W0 = rng.standard_normal((int(starts), X.shape[1]))
+    W0 /= np.linalg.norm(W0, axis=1, keepdims=True)
+    W = W0.copy()
+    for k in range(1, int(steps) + 1):
+        grad = sign * 0.5 * ((X @ W.T > 0) * y[:, None]).T @ X
+        tangent = grad - (grad * W).sum(axis=1, keepdims=True) * W
+        t_norm = np.linalg.norm(tangent, axis=1, keepdims=True)
+        g_norm = np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-300)
+        # a geodesic step of angle lr/√k, never past the gradient's own direction
+        angle = np.minimum(lr / np.sqrt(k), np.arcsin(np.clip(t_norm / g_norm, 0.0, 1.0)))
+        W = np.cos(angle) * W + np.sin(angle) * tangent / np.maximum(t_norm, 1e-300)
+        W /= np.linalg.norm(W, axis=1, keepdims=True)
+    return W0, W
+
+
 def in_sector(W, X, sigma) -> np.ndarray:
     """For each row ``w_j``: is ``sign(X w_j) == σ`` exactly?"""
     return np.all(activation_pattern(W, X) == np.asarray(sigma)[None, :], axis=1)
