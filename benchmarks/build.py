@@ -133,12 +133,18 @@ def module_edit(root: Path, command: str, jobs: int) -> dict | None:
     return dict(module=EDITED_MODULE, executed=executed, pages=pages, seconds=seconds, rc=res.returncode)
 
 
-def mnist_loops(steps: int = 2000) -> list[dict]:
-    """The MNIST GD loops against their matrix products (``mnist_loops.py``)."""
+def _loops_module():
+    """``benchmarks/mnist_loops.py``, imported from this folder."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import mnist_loops as loops
+    import mnist_loops
 
-    return [loops.measure(s, steps) for s in loops.SETTINGS]
+    return mnist_loops
+
+
+def measure_mnist_loops(steps: int = 2000) -> list[dict]:
+    """The MNIST GD loops against their matrix products (``mnist_loops.py``)."""
+    module = _loops_module()
+    return [module.measure(s, steps) for s in module.SETTINGS]
 
 
 def report(clean: float | None, nochange: float, times: dict[str, float], jobs: int = 2) -> list[str]:
@@ -200,17 +206,14 @@ def main(argv: list[str] | None = None) -> int:
         print("restoring it (cached) ...", flush=True)
         timed_build(root, command, args.jobs)
         print("MNIST GD loops ...", flush=True)
-        loops = mnist_loops()
+        loops = measure_mnist_loops()
     print("\n".join(["", f"benchmark of `twolayer {command} --jobs {args.jobs}` on {root} ({machine()})", ""]
                     + report(clean, nochange, times, args.jobs)))
     if edit:
         print(f"one-module edit ({edit['module']}): {edit['executed']} of {edit['pages']} pages re-executed, "
               f"{edit['seconds']:.1f} s")
     if loops:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import mnist_loops
-
-        print("\n".join(mnist_loops.describe(r) for r in loops))
+        print("\n".join(_loops_module().describe(r) for r in loops))
     results = dict(machine=machine(), date=time.strftime("%Y-%m-%d"), jobs=args.jobs, clean=clean,
                    nochange=nochange, critical_path=critical_path(times, args.jobs), times=times,
                    module_edit=edit, mnist_loops=loops or [])

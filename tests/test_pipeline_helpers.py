@@ -93,3 +93,20 @@ def test_a_package_version_change_misses_the_cache(tmp_path, monkeypatch):
     versions = pipeline.cache._versions()
     monkeypatch.setattr(pipeline.cache, "_versions", lambda: {**versions, "torch": "9.9.9"})
     assert pipeline.cache_key(paths, "synthesis/a", {}) != before
+
+
+def test_a_clean_build_orders_pages_by_the_last_benchmark(tmp_path):
+    """No _build yet: the page times of benchmarks/results.json order the schedule."""
+    import json as _json
+
+    from twolayer.pipeline import runner
+
+    paths = pipeline.Paths(tmp_path)
+    assert runner._last_seconds(paths, "ch/a") == 0.0
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "results.json").write_text(_json.dumps({"times": {"ch/a": 12.5}}))
+    assert runner._last_seconds(paths, "ch/a") == 12.5
+    meta = paths.executed / "ch" / "a.meta.json"
+    meta.parent.mkdir(parents=True)
+    meta.write_text(_json.dumps({"seconds": 3.0}))
+    assert runner._last_seconds(paths, "ch/a") == 3.0  # the last run wins

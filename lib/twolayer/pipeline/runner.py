@@ -269,11 +269,21 @@ def _stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 5.0) -> None:
             proc.join(5)
 
 
+BENCH_RESULTS = Path("benchmarks") / "results.json"
+
+
 def _last_seconds(paths: Paths, nb: str) -> float:
+    """How long a page took last time: its last run in ``_build/executed``, else
+    the last ``make bench`` (``benchmarks/results.json``, tracked), so that a
+    clean build also starts with the longest pages; 0 if unknown."""
     meta = paths.executed / f"{nb}.meta.json"
     try:
         return float(json.loads(meta.read_text())["seconds"])
     except (OSError, ValueError, KeyError):
+        pass
+    try:
+        return float(json.loads((paths.root / BENCH_RESULTS).read_text())["times"][nb])
+    except (OSError, ValueError, KeyError, TypeError):
         return 0.0
 
 
