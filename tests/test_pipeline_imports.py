@@ -75,7 +75,7 @@ def test_one_module_edit_invalidates_only_its_importers(book_copy):
                  if "twolayer.theory.sarussi2021" in imports.notebook_modules(paths.lib, pipeline.resolve(paths, nb))}
     assert changed == importers
     assert any(nb.startswith("sarussi2021/") for nb in changed)
-    assert not any(nb.startswith("phuong2021/") for nb in changed)  # Phuong's pages do not import it
+    assert not any(nb.startswith("lyu2021/") for nb in changed)  # Lyu's pages do not import it
 
 
 def test_a_package_init_edit_invalidates_every_page(book_copy):
