@@ -253,3 +253,13 @@ def test_idx_missing_files_and_bad_split(tmp_path):
         data.load_mnist_idx(tmp_path, "train")
     with pytest.raises(ValueError, match="split must be 'train' or 'test'"):
         data.load_mnist_idx(tmp_path, "validation")
+
+
+def test_two_cones_meets_assumption_1_and_refuses_mu_zero():
+    from twolayer.theory import min2024
+
+    ds = data.two_cones(20, 2.2, 0.2, seed=0)
+    assert ds.n == 20 and ds.d == 2
+    assert min2024.separability(ds.X, ds.y) >= np.cos(np.pi - 2.2 + 0.4) - 1e-12
+    with pytest.raises(ValueError, match="angle must be"):
+        data.two_cones(20, np.pi / 2, 0.2)

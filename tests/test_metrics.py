@@ -72,3 +72,16 @@ def test_gram_sign_violations_and_class_separation():
 def test_bad_matrices_name_the_argument(fn, bad, match):
     with pytest.raises(ValueError, match=match):
         fn(bad)
+
+
+def test_cross_class_positive_and_shared_units():
+    # classes on disjoint units: orthogonally separable, no shared unit
+    R = np.array([[1.0, 0.0, 0.0], [2.0, 0.0, 0.0], [0.0, 1.0, 3.0]])
+    y = np.array([1, 1, -1])
+    assert metrics.cross_class_positive(R, y) == 0.0
+    assert metrics.shared_units(R, y) == 0.0
+    # one negative example touches unit 0: both cross pairs with it are positive
+    R2 = np.vstack([R, [0.5, 1.0, 0.0]])
+    y2 = np.array([1, 1, -1, -1])
+    assert metrics.cross_class_positive(R2, y2) == 0.5
+    assert np.isclose(metrics.shared_units(R2, y2), 1 / 3)

@@ -278,3 +278,31 @@ def test_paper_time_is_the_flow_time_of_the_papers_loss():
     assert t_book == pytest.approx(2 * ds.n * s)
     with pytest.raises(ValueError, match="needs the number of points"):
         M.paper_time(1.0, "mean")
+
+
+def test_per_example_step_matches_the_papers_mean_loss_step():
+    # one book step on the sum of log(1+e^-q) equals one step at lr_paper on the
+    # mean of 2 log(1+e^-q): the same update
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((7, 3)), np.sign(rng.standard_normal(7))
+    w = rng.standard_normal(3)
+
+    def grad_sum(w):
+        q = y * (X @ w)
+        return -(y / (1 + np.exp(q))) @ X
+
+    lr = M.per_example_step(0.002, 7)
+    paper = 0.002 * 2 * grad_sum(w) / 7
+    assert np.allclose(lr * grad_sum(w), paper)
+    with pytest.raises(ValueError, match="n must be"):
+        M.per_example_step(0.002, 0)
+
+
+def test_own_class_active_splits_neurons_by_their_class():
+    X = np.array([[1.0, 0.0], [-1.0, 0.2]])
+    y = np.array([1.0, -1.0])
+    W = np.array([[1.0, 0.0], [1.0, 0.0], [-1.0, 0.0]])
+    signs = np.array([1.0, -1.0, 1.0])
+    # neuron 0 (+) active on the positive point; neuron 1 (−) only on the positive;
+    # neuron 2 (+) only on the negative
+    assert M.own_class_active(W, signs, X, y).tolist() == [True, False, False]

@@ -156,3 +156,12 @@ def test_homogeneity_counts_only_trainable_layers():
                 p.mul_(3.0)
         assert torch.allclose(net(x), 3.0 ** net.homogeneity * before)
     assert (free.homogeneity, fixed.homogeneity) == (2, 1)
+
+
+def test_convnet_without_fc_biases():
+    net = models.ConvNet((4, 4), fc_bias=False, seed=0)
+    assert net.fc7.bias is None and net.fc8.bias is None
+    assert net(torch.zeros(2, 784)).shape == (2,)
+    with_bias = models.ConvNet((4, 4), seed=0)
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(with_bias) - count(net) == 128 + 1

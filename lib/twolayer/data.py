@@ -221,6 +221,27 @@ def opposite_cones(n: int, d: int = 2, half_angle: float = 0.3, seed: int = 0,
                    f"cones of half-angle {half_angle:g} around ±u, norms in {radius}, seed {seed}")
 
 
+def two_cones(n: int, angle: float, half_angle: float = 0.2, seed: int = 0,
+              radius: tuple[float, float] = (0.5, 1.5)) -> Dataset:
+    """2-D cones at an ``angle`` apart (Min et al. toy data with room for dead
+    neurons): label +1 at angles in ``[−half_angle, half_angle]``, label −1
+    around ``angle``, norms uniform in ``radius``. Assumption 1 (``μ > 0``) holds
+    iff ``angle > π/2 + 2·half_angle``; below ``π`` a neuron pushed off one cone
+    can stop in the gap where it is active on no point (``S_dead``)."""
+    n = _count(n)
+    if not 0.0 <= half_angle < np.pi / 4:
+        raise ValueError(f"half_angle must be in [0, π/4), got {half_angle!r}")
+    if not np.pi / 2 + 2 * half_angle < angle <= np.pi:
+        raise ValueError(f"angle must be in (π/2 + 2·half_angle, π] for μ > 0, got {angle!r}")
+    rng = _rng(seed)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    phi = rng.uniform(-half_angle, half_angle, n) + np.where(y > 0, 0.0, angle)
+    r = rng.uniform(radius[0], radius[1], n)
+    X = r[:, None] * np.stack([np.cos(phi), np.sin(phi)], axis=1)
+    return Dataset(X, y, f"two-cones(n={n}, angle={angle:g}, half_angle={half_angle:g})",
+                   f"2-D cones of half-angle {half_angle:g} at 0 and {angle:g} rad, norms in {radius}, seed {seed}")
+
+
 # ---------------------------------------------------------------- MNIST
 
 @dataclass(frozen=True)

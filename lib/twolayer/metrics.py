@@ -105,6 +105,26 @@ def gram_sign_violations(R, y) -> float:
     return float(bad.mean()) if bad.size else 0.0
 
 
+def cross_class_positive(R, y) -> float:
+    """Fraction of different-class pairs of rows of ``R`` with a positive inner
+    product — the pairs that break orthogonal separability (Phuong Def. 1 asks
+    for none). After a ReLU it is the fraction of cross-class pairs sharing an
+    active unit."""
+    R = as_matrix(R, "R")
+    y = np.asarray(to_numpy(y), float)
+    G = R[y > 0] @ R[y < 0].T
+    return float((G > 0).mean()) if G.size else 0.0
+
+
+def shared_units(R, y) -> float:
+    """Fraction of coordinates (units) of ``R`` active (> 0) on some example of
+    each class; orthogonal separability after a ReLU needs the two classes to
+    use disjoint units."""
+    active = as_matrix(R, "R") > 0
+    y = np.asarray(to_numpy(y), float)
+    return float((active[y > 0].any(0) & active[y < 0].any(0)).mean())
+
+
 def class_separation(R, y) -> float:
     """Mean cosine of same-class pairs minus mean cosine of different-class
     pairs of representation rows ``R`` (Phuong App. D, Fig 3: grows with depth)."""

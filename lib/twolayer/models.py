@@ -226,11 +226,14 @@ class ConvNet(nn.Module):
     ``channels = (c1, c1, c2, c2, 64, 64)`` and 2×2 max-pooling after layers 2
     and 4, so layer 6 outputs 64·7·7 = 3136 features. Biases everywhere (the
     paper mentions them). Inputs are flattened 28×28 images. The FC weights are
-    multiplied by ``fc_scale`` (0.05 in the paper) before training.
+    multiplied by ``fc_scale`` (0.05 in the paper) before training, their
+    biases with them. ``fc_bias=False`` drops the two FC biases (a run that
+    separates their effect on the 7th-layer representation).
     """
 
     def __init__(self, channels: tuple[int, int] = (16, 32), fc_width: int = 128,
-                 fc_scale: float = 0.05, seed: int | None = 0, dtype: torch.dtype = torch.float32) -> None:
+                 fc_scale: float = 0.05, seed: int | None = 0, dtype: torch.dtype = torch.float32,
+                 fc_bias: bool = True) -> None:
         super().__init__()
         positive(fc_scale, "fc_scale")
         c1, c2 = channels
@@ -238,8 +241,8 @@ class ConvNet(nn.Module):
         with _seeded(seed):
             self.convs = nn.ModuleList(nn.Conv2d(chans[i], chans[i + 1], 3, padding=1, dtype=dtype)
                                        for i in range(6))
-            self.fc7 = nn.Linear(64 * 7 * 7, fc_width, dtype=dtype)
-            self.fc8 = nn.Linear(fc_width, 1, dtype=dtype)
+            self.fc7 = nn.Linear(64 * 7 * 7, fc_width, bias=fc_bias, dtype=dtype)
+            self.fc8 = nn.Linear(fc_width, 1, bias=fc_bias, dtype=dtype)
         with torch.no_grad():
             for p in (*self.fc7.parameters(), *self.fc8.parameters()):
                 p.mul_(fc_scale)

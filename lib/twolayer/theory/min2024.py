@@ -255,6 +255,18 @@ def cone_exits(record, start: int = 0) -> int:
     return int(((prev != S_NONE) & (nxt != prev)).sum())
 
 
+def own_class_active(W, signs, X, y) -> np.ndarray:
+    """Thm 1 (i)'s split of the neurons at initialisation: ``True`` where neuron
+    ``j`` is active on some point of its own class (``y_i = sign v_j``) — those
+    must reach ``S+`` / ``S−`` by ``t1``; the others end in their cone or in
+    ``S_dead``."""
+    X, y = as_xy(X, y)
+    W = np.asarray(to_numpy(W), dtype=float)
+    s = np.sign(as_vector(signs, "signs", W.shape[0]))
+    active = W @ X.T > 0
+    return (active & (s[:, None] == y[None, :])).any(axis=1)
+
+
 def monotonicity_violations(Ws, signs, X, y) -> np.ndarray:
     """Violations of eqs. 7–8 between consecutive snapshots, per neuron.
 
@@ -372,6 +384,22 @@ def equivalent_step(lr: float, n_paper: int, n: int) -> float:
         if int(val) != val or val < 1:
             raise ValueError(f"{name} must be a positive integer, got {val!r}")
     return lr * n_paper / n
+
+
+def per_example_step(lr_paper: float, n: int, loss_weight: float = 2.0) -> float:
+    """The book's GD step on ``Σ_i log(1 + e^{−q_i})`` over ``n`` points that
+    makes one book iteration one iteration of the paper's Fig 5 clock —
+    **(choice)** the paper's GD at step ``lr_paper`` on the *mean* over its data
+    of the per-example loss ``loss_weight · log(1 + e^{−q})`` (App. C's
+    normalisation ``−ℓ'(0) = 1``, so ``loss_weight = 2``):
+    ``θ ← θ − lr_paper · (loss_weight / n) ∇Σℓ``. The mean's gradient does not
+    grow with the data size, so the clock carries over from the paper's full
+    training set to the book's sample; checked against the paper's 0/1 landmarks
+    (alignment by ~2,000 iterations, loss decreasing after ~3,000).
+    """
+    if int(n) != n or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    return positive(lr_paper, "lr_paper") * positive(loss_weight, "loss_weight") / n
 
 
 def mnist_paper_size(digits: Sequence[int]) -> int:
