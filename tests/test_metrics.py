@@ -49,10 +49,13 @@ def test_neuron_norms_patterns_and_dead_neurons():
 
 def test_margins_and_norms():
     assert metrics.margins([2.0, -1.0], [1, -1]).tolist() == [2.0, 1.0]
-    assert np.isclose(metrics.normalized_margin([2.0, -1.0], [1, -1], param_norm=2.0), 0.25)
+    assert np.isclose(metrics.normalized_margin([2.0, -1.0], [1, -1], param_norm=2.0, homogeneity=2), 0.25)
     assert np.isclose(metrics.normalized_margin([8.0], [1], 2.0, homogeneity=3), 1.0)
     with pytest.raises(ValueError, match="param_norm must be > 0"):
-        metrics.normalized_margin([1.0], [1], 0.0)
+        metrics.normalized_margin([1.0], [1], 0.0, homogeneity=2)
+    with pytest.raises(TypeError):
+        metrics.normalized_margin([1.0], [1], 1.0)  # the degree is never assumed
+    assert np.isclose(metrics.normalized_margin([3.0], [1], 3.0, homogeneity=1), 1.0)
     assert np.isclose(metrics.parameter_norm(np.ones((2, 2)), np.ones(5)), 3.0)
 
 

@@ -78,10 +78,12 @@ def margins(f_values, y) -> np.ndarray:
     return np.asarray(to_numpy(y), float) * np.asarray(to_numpy(f_values), float)
 
 
-def normalized_margin(f_values, y, param_norm: float, homogeneity: int = 2) -> float:
+def normalized_margin(f_values, y, param_norm: float, *, homogeneity: int) -> float:
     """``γ(θ) = min_i y_i f_θ(x_i) / ‖θ‖^L`` for an L-homogeneous model: L = 2 for a
-    two-layer net training both layers (the default), 1 under a fixed second
-    layer — pass the model's ``homogeneity``."""
+    two-layer net training both layers, 1 under a fixed second layer (Sarussi's
+    network). No default: pass the model's ``homogeneity`` (``TwoLayerNet.homogeneity``)."""
+    if not (isinstance(homogeneity, int) and homogeneity >= 1):
+        raise ValueError(f"homogeneity must be a positive integer degree, got {homogeneity!r}")
     if param_norm <= 0:
         raise ValueError(f"param_norm must be > 0, got {param_norm}")
     return float(margins(f_values, y).min() / param_norm ** homogeneity)

@@ -215,7 +215,9 @@ def normalized_margin(W, a, X, y, alpha: float) -> float:
     """``γ(θ) = min_i y_i f_θ(x_i) / ‖θ‖²`` (2-homogeneous net)."""
     W, a = _wa(W, a)
     X, y = as_xy(X, y)
-    return _normalized_margin(two_layer_output(W, a, X, _alpha(alpha)), y, parameter_norm(W, a))
+    return _normalized_margin(
+        two_layer_output(W, a, X, _alpha(alpha)), y, parameter_norm(W, a), homogeneity=2
+    )
 
 
 def symmetric_limit_function(X, w_star, alpha: float) -> np.ndarray:

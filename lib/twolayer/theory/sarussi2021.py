@@ -390,3 +390,55 @@ def violating_epochs(step_loss, n: int, eps: float) -> np.ndarray:
     if len(s) % int(n):
         raise ValueError(f"step_loss has {len(s)} entries, not a whole number of epochs of {n}")
     return (s.reshape(-1, int(n)) >= float(eps)).any(axis=1)
+
+
+def leading_violating_epochs(bad) -> int:
+    """How many epochs in a row, from the first, contain a point with loss
+    ``≥ ε`` (``bad`` from :func:`violating_epochs`): the quantity App. B bounds
+    (eqs. 18-20 assume a violation in every epoch up to the one they bound)."""
+    bad = np.asarray(bad, dtype=bool)
+    clean = np.flatnonzero(~bad)
+    return int(clean[0]) if clean.size else int(bad.size)
+
+
+def sgd_epoch_bound(n: int, k: int, alpha: float, gamma: float, lr: float, eps: float,
+                    radius: float, init_norm: float) -> float:
+    """An upper bound on the number of leading epochs that contain a point with
+    loss ``≥ ε`` (Theorem 4.1, the perceptron argument of App. B, eqs. 14-20),
+    for SGD with batch 1 and sampling without replacement on the logistic loss.
+
+    The steps are App. B's; the constants are derived here (our text of the
+    paper lost the formulas). Write ``g_t = −ℓ'(q_t) ∈ (0, 1)`` for the update
+    on point ``(x, y)`` with ``q = yN(x)``, ``S = Σ_t g_t`` over the first ``T``
+    epochs (``M = nT`` updates), ``v = (w*,…,w*, −w*,…,−w*)`` with ‖w*‖ = 1 a
+    separator of margin ``γ`` and ``F = ⟨W, v⟩``:
+
+    * ``F`` grows by ``η g y w*·x Σσ' ≥ 2kαγη g`` per update (eq. 14), so
+      ``F_M ≥ F_0 + aS`` with ``a = 2kαγη``;
+    * ``‖W‖²`` grows by ``2ηg q + η²g²‖x‖²Σσ'² ≤ 2ηg log(1/g) + 2kη²B²g``
+      (``σ'(z)z = σ(z)``; ``q = log(1/g − 1)``), and by concavity
+      ``Σ g log(1/g) ≤ S log(M/S)`` (eqs. 15-16);
+    * an epoch with a violating point has one ``g ≥ g_ε = 1 − e^{−ε}``, so
+      ``S ≥ T g_ε`` and ``log(M/S) ≤ L = log(n/g_ε)`` (eqs. 17-19);
+    * Cauchy–Schwarz ``F ≤ √(2k)‖W‖`` and ``|F_0| ≤ √(2k)‖W_0‖`` leave a
+      parabola in ``S`` whose root gives (eq. 20)
+
+      ``T ≤ [ (L + kηB²) / (kα²γ²η) + √2‖W_0‖ / (√k αγη) ] / g_ε``.
+
+    ``radius`` is ``B = max‖x‖``, ``init_norm`` is ``‖W_0‖`` (Frobenius), ``k``
+    the number of neurons of each sign."""
+    for name, v in (("n", n), ("k", k)):
+        if int(v) != v or v < 1:
+            raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1) (the bound is infinite for the ReLU), got {alpha!r}")
+    for name, v in (("gamma", gamma), ("lr", lr), ("eps", eps), ("radius", radius)):
+        if not float(v) > 0:
+            raise ValueError(f"{name} must be > 0, got {v!r}")
+    if not float(init_norm) >= 0:
+        raise ValueError(f"init_norm must be >= 0, got {init_norm!r}")
+    g_eps = -np.expm1(-float(eps))
+    L = np.log(n / g_eps)
+    s_max = (L + k * lr * radius**2) / (k * alpha**2 * gamma**2 * lr) + np.sqrt(2.0) * init_norm / (
+        np.sqrt(k) * alpha * gamma * lr)
+    return float(s_max / g_eps)
