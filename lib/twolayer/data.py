@@ -155,6 +155,24 @@ def symmetric_augment(data: Dataset) -> Dataset:
     return data.with_data(X, y, name=f"symmetric({data.name})", note="symmetrically augmented")
 
 
+def rescaled_mirror(positives: np.ndarray, scale: tuple[float, float] = (1.0, 3.0), seed: int = 0,
+                    name: str = "rescaled mirror") -> Dataset:
+    """The positive points ``x_i`` and, as negatives, ``−c_i x_i`` with ``c_i``
+    uniform in ``scale``: every reflected point lies on a ray of the other class,
+    so Sarussi et al.'s Assumption 4 (Thm 6.2) holds, yet for ``c_i ≠ 1`` the
+    set is not symmetric (Lemma 6.1's case is ``scale = (1, 1)``)."""
+    P = np.asarray(positives, dtype=float)
+    if P.ndim != 2 or not len(P):
+        raise ValueError(f"positives must be a non-empty (n, d) array, got shape {P.shape}")
+    lo, hi = scale
+    if not 0 < lo <= hi:
+        raise ValueError(f"scale must satisfy 0 < low <= high, got {scale!r}")
+    c = _rng(seed).uniform(lo, hi, len(P))
+    X = np.vstack([P, -c[:, None] * P])
+    y = np.r_[np.ones(len(P)), -np.ones(len(P))]
+    return Dataset(X, y, name, f"positives mirrored and rescaled by U{tuple(scale)}, seed {seed}")
+
+
 def two_point_set(theta: float | None) -> Dataset:
     """Min et al. Figs 7-9: two positive points ``x1 = [1, 0]``,
     ``x2 = [sin θ, cos θ]``; ``theta=None`` gives the orthogonal pair

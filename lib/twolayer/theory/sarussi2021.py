@@ -442,3 +442,49 @@ def sgd_epoch_bound(n: int, k: int, alpha: float, gamma: float, lr: float, eps: 
     s_max = (L + k * lr * radius**2) / (k * alpha**2 * gamma**2 * lr) + np.sqrt(2.0) * init_norm / (
         np.sqrt(k) * alpha * gamma * lr)
     return float(s_max / g_eps)
+
+
+# ----------------------------------------------------------------- Thm 6.2: the data assumption
+
+@dataclass(frozen=True)
+class ReflectionCones:
+    """Assumption 4 of Theorem 6.2, point by point: ``neg_inside[j]`` says
+    whether ``−x_j`` (a negative point) lies in the convex cone of the positive
+    points, ``pos_inside[i]`` whether ``−x_i`` (a positive point) lies in the
+    cone of the negative ones. The assumption holds iff all are True."""
+    pos_inside: np.ndarray
+    neg_inside: np.ndarray
+
+    @property
+    def holds(self) -> bool:
+        return bool(self.pos_inside.all() and self.neg_inside.all())
+
+    @property
+    def violations(self) -> int:
+        return int((~self.pos_inside).sum() + (~self.neg_inside).sum())
+
+
+def _in_cone(G, points, tol: float) -> np.ndarray:
+    """``points[j] ∈ cone(rows of G)``, by non-negative least squares (exact
+    up to ``tol`` relative to ``‖points[j]‖``)."""
+    from scipy.optimize import nnls
+    return np.array([nnls(G.T, p)[1] <= tol * max(np.linalg.norm(p), 1e-300) for p in points])
+
+
+def reflection_cones(X, y, tol: float = 1e-9) -> ReflectionCones:
+    """Decide Theorem 6.2's data assumption (Assumption 4) on a training set.
+
+    As used in App. G.1 and Lemma 6.1's proof (App. H), the assumption says that
+    no vector ``v`` is positive on every positive point while non-negative on
+    some negative point (and the same with the classes swapped): a neuron that
+    classifies all positives correctly then classifies all negatives correctly.
+    By Farkas' lemma (and a small tilt towards the teacher, which makes ``≥ 0``
+    strict) this holds iff every reflected negative point ``−x_j`` lies in the
+    convex cone of the positive points, and vice versa — a linear feasibility
+    problem per point, solved here by non-negative least squares. Lemma 6.1's
+    symmetric sets (``x ∈ S₋ ⇔ −x ∈ S₊``) meet it trivially."""
+    X, y = as_xy(X, y)
+    P, N = X[y > 0], X[y < 0]
+    if not len(P) or not len(N):
+        raise ValueError("reflection_cones needs points of both classes")
+    return ReflectionCones(pos_inside=_in_cone(N, -P, tol), neg_inside=_in_cone(P, -N, tol))
