@@ -7,9 +7,10 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from twolayer import models
+from twolayer import data, flows, models
 from twolayer.models import TwoLayerNet
 from twolayer.theory import sarussi2021 as s
+from twolayer.theory import margins
 from twolayer.theory.margins import NotSeparableError, max_margin
 
 
@@ -270,3 +271,47 @@ def test_violating_epochs():
         s.violating_epochs(losses, 2, 0)
     with pytest.raises(ValueError, match="n must"):
         s.violating_epochs(losses, 0, 0.1)
+
+
+def test_disagreements_ignore_votes_on_the_kink():
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    P = np.array([[1.0, 1e-6], [1.0, -1e-6]])   # opposite signs on x_2, both within 1e-5 of the kink
+    Q = np.array([[-1.0, 0.0], [-1.0, 0.0]])
+    assert s.same_type_disagreements(P, Q, X) == (1, 0)
+    assert s.same_type_disagreements(P, Q, X, margin=1e-3) == (0, 0)
+
+
+def test_reflection_cones_decide_assumption_4():
+    rng = np.random.default_rng(0)
+    pos = rng.normal([2.0, 1.0], 0.5, size=(30, 2))
+    sym = data.rescaled_mirror(pos, (1.0, 1.0))            # Lemma 6.1: symmetric
+    assert s.reflection_cones(sym.X, sym.y).holds
+    resc = data.rescaled_mirror(pos, (0.5, 4.0), seed=1)   # every reflection on a ray of the other class
+    assert s.reflection_cones(resc.X, resc.y).holds
+    # a negative point whose reflection lies outside the positive cone breaks it
+    X = np.vstack([pos, -pos, [[-1.0, 3.0]]])
+    y = np.r_[np.ones(30), -np.ones(31)]
+    cones = s.reflection_cones(X, y)
+    assert not cones.holds and cones.violations == 1 and not cones.neg_inside[-1]
+    # ... and a v positive on all positives, non-negative on that point, exists (Farkas)
+    v = np.array([np.cos(np.pi / 3), np.sin(np.pi / 3)])
+    assert (pos @ v > 0).all() and v @ np.array([-1.0, 3.0]) >= 0
+    with pytest.raises(ValueError, match="both classes"):
+        s.reflection_cones(pos, np.ones(30))
+
+
+def test_sgd_epoch_bound_holds_and_grows_with_init():
+    ds = data.uniform_disk_linear(20, margin=0.3, w_star=np.array([1.0, 0.5]), seed=0)
+    w_svm = margins.max_margin(ds.X, ds.y)
+    gamma, radius = 1 / np.linalg.norm(w_svm), np.linalg.norm(ds.X, axis=1).max()
+    net = models.TwoLayerNet.fixed_second_layer(2, 2, 0.1, scale=1.0, seed=0)
+    init = float(np.linalg.norm(net.weights()[0]))
+    traj = flows.sgd(net, ds, lr=1.0, epochs=30, batch_size=1, seed=0, n_snapshots=2)
+    lead = s.leading_violating_epochs(s.violating_epochs(traj.step_loss, ds.n, 0.05))
+    bound = s.sgd_epoch_bound(ds.n, 2, 0.1, gamma, 1.0, 0.05, radius, init)
+    assert 0 < lead <= bound
+    assert s.sgd_epoch_bound(ds.n, 2, 0.1, gamma, 1.0, 0.05, radius, 10 * init) > bound
+    assert s.leading_violating_epochs(np.array([True, True, False, True])) == 2
+    assert s.leading_violating_epochs(np.array([True, True])) == 2
+    with pytest.raises(ValueError, match="alpha must be in"):
+        s.sgd_epoch_bound(20, 2, 0.0, gamma, 1.0, 0.05, radius, init)

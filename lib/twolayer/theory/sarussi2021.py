@@ -199,20 +199,24 @@ def neuron_votes(W, X, margin: float = 0.0) -> np.ndarray:
     return np.where(np.abs(Z) > m * scale, np.sign(Z), 0.0).T.astype(int)
 
 
-def pairwise_disagreements(W, X) -> np.ndarray:
-    """``D[i, i'] = #{j : sign(w_i·x_j) ≠ sign(w_i'·x_j)}``, shape (k, k)."""
-    V = neuron_votes(W, X)
-    onehot = [(V == s).astype(float) for s in (-1, 0, 1)]
-    agree = sum(o @ o.T for o in onehot)
-    return (V.shape[1] - agree).astype(int)
+def pairwise_disagreements(W, X, margin: float = 0.0) -> np.ndarray:
+    """``D[i, i'] = #{j : w_i and w_i' vote opposite signs on x_j}``, shape (k, k).
+
+    Votes are taken with relative ``margin`` (:func:`neuron_votes`): a neuron
+    within ``margin`` of its kink on ``x_j`` is undecided there and disagrees
+    with nobody. With margin 0 only an exact zero abstains."""
+    V = neuron_votes(W, X, margin)
+    pos, neg = (V > 0).astype(float), (V < 0).astype(float)
+    return (pos @ neg.T + neg @ pos.T).astype(int)
 
 
-def same_type_disagreements(W_pos, W_neg, X) -> tuple[int, int]:
+def same_type_disagreements(W_pos, W_neg, X, margin: float = 0.0) -> tuple[int, int]:
     """The largest number of training points two neurons of the same type
-    classify differently, for the w's and for the u's (App. J, Fig 9c). Both are
-    0 exactly when the network is in an NAR with margin 0."""
+    classify with opposite signs (votes with relative ``margin``), for the w's
+    and for the u's (App. J, Fig 9c). Both are 0 when the network is in an NAR."""
     P, Q, X = _pair_and_points(W_pos, W_neg, X)
-    return int(pairwise_disagreements(P, X).max()), int(pairwise_disagreements(Q, X).max())
+    return (int(pairwise_disagreements(P, X, margin).max()),
+            int(pairwise_disagreements(Q, X, margin).max()))
 
 
 def _consensus(V: np.ndarray) -> np.ndarray:
