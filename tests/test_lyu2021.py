@@ -216,3 +216,25 @@ def test_from_weights_builds_the_network_it_is_given():
     assert np.allclose(net.predict(X), models.two_layer_output(W, a, X, 0.3))
     with pytest.raises(ValueError, match="W must be"):
         models.TwoLayerNet.from_weights(W, a[:2])
+
+
+def test_search_from_point_starts_and_polish_reach_kkt_points(sym):
+    res = L.search_max_margin(sym.X, sym.y, 0.5, width=2, starts=5, seed=0, start="points")
+    assert res.n_converged >= 1
+    W, a, gamma = L.polish_kkt(res.W, res.a, sym.X, sym.y, 0.5)
+    assert gamma == pytest.approx(res.best, rel=1e-6)
+    assert L.kkt_check(W, a, sym.X, sym.y, 0.5).stationarity < 1e-6
+    with pytest.raises(ValueError, match="start must be"):
+        L.search_max_margin(sym.X, sym.y, 0.5, width=2, start="uniform")
+    with pytest.raises(ValueError, match="does not separate"):
+        L.polish_kkt(-res.W, res.a, sym.X, sym.y, 0.5)
+
+
+def test_boundary_nonlinearity_separates_a_line_from_a_wedge():
+    line = L.boundary_nonlinearity(np.array([[1.0, 0.0]]), np.array([1.0]), 0.5)
+    # f = relu-ish "V": positive only where both x1 > |x2| — a wedge, not a half-plane
+    wedge = L.boundary_nonlinearity(
+        np.array([[1.0, 1.0], [1.0, -1.0], [1.0, 0.0]]), np.array([-1.0, -1.0, 1.5]), 0.0
+    )
+    assert line <= 0.02
+    assert wedge >= 0.1

@@ -25,7 +25,8 @@ __all__ = [
     "hinted_dataset", "mu", "mu_tilde", "lambda0", "m_norm", "phase1_time", "phase1_decomposition",
     "Phase1Decomposition", "is_good_embedding", "embed", "unembed", "normalized_margin",
     "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
-    "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch",
+    "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "polish_kkt",
+    "boundary_nonlinearity",
 ]
 
 
@@ -290,14 +291,55 @@ class MarginSearch:
         return int(np.isfinite(self.margins).sum())
 
 
+def _solve_margin_problem(X, y, alpha: float, W0, a0, maxiter: int):
+    """SLSQP on ``min ½‖θ‖² s.t. y_i f_θ(x_i) ≥ 1`` from ``(W0, a0)``.
+
+    Returns ``(W, a, γ)`` with ``γ = min_i q_i / ‖θ‖²`` (NaN if the solution
+    does not separate the data)."""
+    m, d = W0.shape
+
+    def split(t):
+        return t[:m * d].reshape(m, d), t[m * d:]
+
+    def cons(t):
+        return y * two_layer_output(*split(t), X, alpha) - 1.0
+
+    def cons_jac(t):
+        return _margin_gradients(*split(t), X, y, alpha)
+
+    res = minimize(lambda t: 0.5 * t @ t, np.r_[W0.ravel(), a0], jac=lambda t: t,
+                   method="SLSQP", constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
+                   options={"maxiter": maxiter, "ftol": 1e-12})
+    W, a = split(res.x)
+    q = y * two_layer_output(W, a, X, alpha)
+    gamma = q.min() / (res.x @ res.x) if q.min() > 0 else np.nan
+    return W.copy(), a.copy(), float(gamma)
+
+
+def _start(rng, X, y, m: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """A random start of the margin search: Gaussian, or neurons on data points."""
+    d = X.shape[1]
+    if kind == "gaussian":
+        t = rng.standard_normal(m * (d + 1))
+        return t[:m * d].reshape(m, d), t[m * d:]
+    idx = rng.choice(len(X), m, replace=len(X) < m)
+    scale = rng.uniform(0.5, 2.0, m)
+    W = X[idx] * scale[:, None] + 0.1 * rng.standard_normal((m, d))
+    return W, y[idx] * scale
+
+
 def search_max_margin(X, y, alpha: float, width: int, starts: int = 50, seed: int = 0,
-                      maxiter: int = 400) -> MarginSearch:
+                      maxiter: int = 400, start: str = "gaussian") -> MarginSearch:
     """Numerical search for the global max margin of a width-``width`` leaky net.
 
-    From ``starts`` Gaussian random starts, solves the margin problem
-    ``min ½‖θ‖² s.t. y_i f_θ(x_i) ≥ 1`` with SLSQP (analytic gradients); each
-    converged, feasible solution is a candidate KKT point with
-    ``γ = 1/‖θ‖²``. Returns the best found — a lower bound on the global max.
+    From ``starts`` random starts, solves the margin problem
+    ``min ½‖θ‖² s.t. y_i f_θ(x_i) ≥ 1`` (the problem (P) of Lyu & Li 2020)
+    with SLSQP (analytic gradients); each converged, feasible solution is a
+    candidate KKT point with ``γ = 1/‖θ‖²``. Returns the best found — a lower
+    bound on the global max. ``start="gaussian"`` draws θ ~ N(0, I);
+    ``start="points"`` puts each neuron on a random training point ``x_i``
+    with output weight of sign ``y_i`` (starts near nets that dedicate neurons
+    to points, where nonlinear KKT directions would sit).
     """
     X, y = as_xy(X, y)
     alpha = _alpha(alpha)
@@ -305,37 +347,55 @@ def search_max_margin(X, y, alpha: float, width: int, starts: int = 50, seed: in
         raise ValueError(f"width must be a positive integer, got {width!r}")
     if int(starts) != starts or starts < 1:
         raise ValueError(f"starts must be a positive integer, got {starts!r}")
-    m, d = int(width), X.shape[1]
-
-    def split(t):
-        return t[:m * d].reshape(m, d), t[m * d:]
-
-    def cons(t):
-        W, a = split(t)
-        return y * two_layer_output(W, a, X, alpha) - 1.0
-
-    def cons_jac(t):
-        W, a = split(t)
-        return _margin_gradients(W, a, X, y, alpha)
-
+    if start not in ("gaussian", "points"):
+        raise ValueError(f"start must be 'gaussian' or 'points', got {start!r}")
     rng = np.random.default_rng(seed)
     margins, sols = np.full(starts, np.nan), []
     for s in range(starts):
-        t0 = rng.standard_normal(m * (d + 1))
-        res = minimize(lambda t: 0.5 * t @ t, t0, jac=lambda t: t, method="SLSQP",
-                       constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
-                       options={"maxiter": maxiter, "ftol": 1e-12})
-        W, a = split(res.x)
-        q = y * two_layer_output(W, a, X, alpha)
-        if q.min() > 0:
-            margins[s] = q.min() / (res.x @ res.x)
-        sols.append((W.copy(), a.copy()))
+        W, a, margins[s] = _solve_margin_problem(X, y, alpha, *_start(rng, X, y, int(width), start),
+                                                 maxiter)
+        sols.append((W, a))
     if not np.isfinite(margins).any():
         raise RuntimeError(f"no start of the margin search separated the data ({starts} starts)")
     k = int(np.nanargmax(margins))
     W, a = sols[k]
     c = 1 / np.sqrt((y * two_layer_output(W, a, X, alpha)).min())
     return MarginSearch(float(margins[k]), W * c, a * c, margins, sols)
+
+
+def polish_kkt(W, a, X, y, alpha: float, maxiter: int = 400) -> tuple[np.ndarray, np.ndarray, float]:
+    """The KKT point of (P) that SLSQP reaches from the direction ``(W, a)``.
+
+    A direction that gradient flow has not yet brought to a KKT point (Thm 3.1
+    only gives convergence as t → ∞, slowly) is rescaled to ``min_i q_i = 1``
+    and handed to the solver of :func:`search_max_margin`. Returns
+    ``(W, a, γ)``; check the result with :func:`kkt_check`.
+    """
+    W, a = _wa(W, a)
+    X, y = as_xy(X, y)
+    alpha = _alpha(alpha)
+    q = (y * two_layer_output(W, a, X, alpha)).min()
+    if q <= 0:
+        raise ValueError(f"the start does not separate the data (min margin {q:.3g})")
+    c = 1 / np.sqrt(q)
+    return _solve_margin_problem(X, y, alpha, W * c, a * c, maxiter)
+
+
+def boundary_nonlinearity(W, a, alpha: float, grid: int = 121, angles: int = 360) -> float:
+    """How far a 2-D net's decision boundary is from a line through the origin:
+    the fraction of the unit disk where ``sign f`` differs from the closest
+    half-plane ``sign(u·x)`` (minimum over ``angles`` unit vectors ``u``).
+    0 for a linear boundary up to the grid's resolution (about ``2/grid``)."""
+    W, a = _wa(W, a)
+    if W.shape[1] != 2:
+        raise ValueError(f"boundary_nonlinearity needs 2-D nets, got dimension {W.shape[1]}")
+    g = np.linspace(-1, 1, int(grid))
+    Z = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    Z = Z[np.linalg.norm(Z, axis=1) <= 1]
+    f = np.sign(two_layer_output(W, a, Z, _alpha(alpha)))
+    th = np.linspace(0, 2 * np.pi, int(angles), endpoint=False)
+    half = np.sign(Z @ np.stack([np.cos(th), np.sin(th)]))
+    return float(np.min(np.mean(f[:, None] != half, axis=0)))
 
 
 def unit_direction(W, a) -> tuple[np.ndarray, np.ndarray]:
