@@ -88,3 +88,29 @@ def test_cross_class_positive_and_shared_units():
     y2 = np.array([1, 1, -1, -1])
     assert metrics.cross_class_positive(R2, y2) == 0.5
     assert np.isclose(metrics.shared_units(R2, y2), 1 / 3)
+
+
+def test_smoothed_margin_matches_formula_and_stays_below_the_margin():
+    from twolayer import metrics as M
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 2))
+    X = X[np.abs(X[:, 0]) > 0.3]
+    y = np.sign(X[:, 0])
+    checked = 0
+    for scale in (1.0, 5.0, 40.0):
+        W, a = scale * np.array([[1.0, 0.0]]), scale * np.array([1.0])
+        q = y * (a @ np.maximum(W @ X.T, 0.5 * W @ X.T))
+        L = np.log1p(np.exp(-q)).sum()
+        if L >= np.log(2):
+            continue
+        rho = np.sqrt((W**2).sum() + (a**2).sum())
+        got = M.smoothed_margin(np.log(L), np.log(rho), homogeneity=2)
+        assert got == pytest.approx(np.log(1 / np.expm1(L)) / rho**2, rel=1e-9)
+        assert got <= q.min() / rho**2
+        checked += 1
+    assert checked >= 2
+    with pytest.raises(ValueError, match="below log 2"):
+        M.smoothed_margin(0.0, 0.0, homogeneity=2)
+    with pytest.raises(ValueError, match="homogeneity"):
+        M.smoothed_margin(-5.0, 0.0, homogeneity=0)
