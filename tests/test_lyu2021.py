@@ -238,3 +238,18 @@ def test_boundary_nonlinearity_separates_a_line_from_a_wedge():
     )
     assert line <= 0.02
     assert wedge >= 0.1
+
+
+def test_phase2_start_embeds_to_the_phase1_direction():
+    rng = np.random.default_rng(3)
+    W_bar, a_bar = rng.standard_normal((6, 2)), rng.standard_normal(6)
+    mu_vec = np.array([0.3, -0.4])
+    b = L.embedding_vector(W_bar, a_bar, mu_vec)
+    assert L.is_good_embedding(b)
+    W_hat, a_hat = L.phase2_start(b, mu_vec)
+    W, a = L.embed(W_hat, a_hat, b)
+    # π_b̄(θ̂) is phase I's end point at r = 1: neuron k = b̄_k (μ̄, 1)
+    np.testing.assert_allclose(W, b[:, None] * mu_vec / 0.5, atol=1e-12)
+    np.testing.assert_allclose(a, b, atol=1e-12)
+    dec = L.phase1_decomposition(W, a, W_bar, a_bar, mu_vec, r=1.0)
+    assert dec.residual_m_norm < 1e-12

@@ -23,7 +23,7 @@ from .margins import KKTReport, _margin_gradients, kkt_two_layer, max_margin
 __all__ = [
     "symmetric_augment", "is_symmetric", "max_margin_separator", "linear_margin",
     "hinted_dataset", "mu", "mu_tilde", "lambda0", "m_norm", "phase1_time", "phase1_decomposition",
-    "Phase1Decomposition", "is_good_embedding", "embed", "unembed", "normalized_margin",
+    "Phase1Decomposition", "embedding_vector", "is_good_embedding", "embed", "unembed", "phase2_start", "normalized_margin",
     "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
     "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "polish_kkt",
     "boundary_nonlinearity",
@@ -159,11 +159,23 @@ def phase1_decomposition(W, a, W_bar, a_bar, mu_vec, r: float) -> Phase1Decompos
         raise ValueError("mu_vec must be non-zero")
     r = positive(r, "r")
     mbar = mv / nm
-    m = W.shape[0]
-    b = (W_bar @ mbar + a_bar) / (2 * np.sqrt(m) * m_norm(W_bar, a_bar))
+    b = embedding_vector(W_bar, a_bar, mv)
     dW = W - r * b[:, None] * mbar[None, :]
     da = a - r * b
     return Phase1Decomposition(b, dW, da, m_norm(dW, da), r)
+
+
+def embedding_vector(W_bar, a_bar, mu_vec) -> np.ndarray:
+    """Lemma 5.2's ``b̄_k = (⟨w̄_k, μ̄⟩ + ā_k) / (2√m ‖θ̄0‖_M)`` of the unit-scale
+    initialisation ``θ̄0 = (W̄, ā)``: where phase I sends neuron ``k``
+    (``r b̄_k (μ̄, 1)`` at time ``T1(r)``)."""
+    W_bar, a_bar = _wa(W_bar, a_bar)
+    mv = as_vector(mu_vec, "mu_vec", W_bar.shape[1])
+    nm = np.linalg.norm(mv)
+    if nm == 0:
+        raise ValueError("mu_vec must be non-zero")
+    m = W_bar.shape[0]
+    return (W_bar @ (mv / nm) + a_bar) / (2 * np.sqrt(m) * m_norm(W_bar, a_bar))
 
 
 # ------------------------------------------------------------ embedding (Lemma 5.3)
@@ -196,6 +208,16 @@ def embed(W_hat, a_hat, b) -> tuple[np.ndarray, np.ndarray]:
     c = np.where(b > 0, b / bp, b / bm)            # all > 0
     src = np.where(b > 0, 0, 1)
     return c[:, None] * W_hat[src], c * a_hat[src]
+
+
+def phase2_start(b, mu_vec) -> tuple[np.ndarray, np.ndarray]:
+    """Lemma 5.4's two-neuron direction ``θ̂ = (b̄_+ μ̄, b̄_− μ̄; b̄_+, b̄_−)`` as
+    ``(W, a)``: the two-neuron flow from ``r θ̂``, shifted by ``T2(r) = ln(1/r)/λ0``,
+    is what the m-neuron flow follows after ``T12`` (eq. 5), through ``π_b̄``."""
+    _, bp, bm = _b_parts(b)
+    mv = as_vector(mu_vec, "mu_vec")
+    mbar = mv / np.linalg.norm(mv)
+    return np.stack([bp * mbar, bm * mbar]), np.array([bp, bm])
 
 
 def unembed(W, a, b) -> tuple[np.ndarray, np.ndarray]:
