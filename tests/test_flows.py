@@ -141,3 +141,23 @@ def test_written_out_gd_step_equals_autograd(alpha, fixed, reduction):
     assert loss == pytest.approx(expected.item(), rel=1e-12)
     assert torch.allclose(net.W, ref.W, atol=1e-14) and torch.allclose(net.a, ref.a, atol=1e-14)
     assert (net.W - W0).abs().max() > 1e-6  # the step moved the weights
+
+
+def test_gd_skips_blank_input_columns_exactly():
+    """Columns that are zero on every point (MNIST's border) are skipped: the
+    run equals full-batch SGD through autograd, and their weights stay put."""
+    import copy
+
+    from twolayer import data, models
+
+    base = data.two_gaussians(40, 5, seed=1)
+    X = np.hstack([np.zeros((40, 2)), base.X[:, :3], np.zeros((40, 1)), base.X[:, 3:]])
+    ds = base.with_data(X, base.y, name="padded", note="three blank columns")
+    net = models.TwoLayerNet(ds.d, 6, alpha=0.2, init="gaussian", scale=0.3, seed=2)
+    W0 = net.W.detach().clone().numpy()
+    fast = flows.gd(copy.deepcopy(net), ds, lr=0.1, steps=20, n_snapshots=2)
+    ref = flows.sgd(copy.deepcopy(net), ds, lr=0.1, epochs=20, batch_size=40, n_snapshots=2)
+    np.testing.assert_allclose(fast.final["W"], ref.final["W"], atol=1e-12)
+    np.testing.assert_allclose(fast.final["a"], ref.final["a"], atol=1e-12)
+    np.testing.assert_array_equal(fast.final["W"][:, [0, 1, 5]], W0[:, [0, 1, 5]])
+    assert np.abs(fast.final["W"] - W0).max() > 1e-4

@@ -71,8 +71,19 @@ def _check_finite(loss: float, step: int, lr: float, optimizer: str) -> None:
             "lower the step size")
 
 
+def _live_columns(X: torch.Tensor) -> torch.Tensor | None:
+    """Indices of the input coordinates that are not zero on every training
+    point, or None when all are live. A coordinate ``j`` with ``x_ij = 0`` for
+    all ``i`` contributes nothing to ``w_k·x_i`` and receives the gradient
+    ``Σ_i D_ik x_ij = 0``: GD leaves ``W[:, j]`` at its initial value, so the
+    products can skip it exactly (MNIST's blank border: about a third of the
+    784 pixels of a digit pair)."""
+    live = torch.nonzero(X.abs().sum(dim=0) > 0).squeeze(1)
+    return None if len(live) == X.shape[1] else live
+
+
 def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float,
-                       reduction: str) -> float:
+                       reduction: str, live: torch.Tensor | None = None) -> float:
     """One full-batch GD step of :class:`TwoLayerNet` with its gradient written
     out (no autograd graph); returns the loss before the step.
 
@@ -80,10 +91,12 @@ def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: f
     (``c = n`` for the mean, 1 for the sum): ``∂L/∂a = φ(XWᵀ)ᵀ g`` and
     ``∂L/∂W = ((g aᵀ) ⊙ φ'(XWᵀ))ᵀ X`` — the same two products autograd does,
     without its bookkeeping (``benchmarks/mnist_loops.py``). ``φ'(0) = α``, as
-    torch's (leaky) ReLU backward.
+    torch's (leaky) ReLU backward. With ``live`` (see :func:`_live_columns`),
+    ``X`` holds only those columns and only those columns of ``W`` move.
     """
     with torch.no_grad():
-        W, a = net.W, net.a
+        a = net.a
+        W = net.W if live is None else net.W[:, live]
         Z = X @ W.T
         A = net.activation(Z)
         q = y * (A @ a)
@@ -96,7 +109,10 @@ def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: f
         D = slope.mul_(g[:, None]).mul_(a[None, :])
         if net.trains_second_layer:
             a.sub_(lr * (A.T @ g))
-        W.sub_(lr * (D.T @ X))
+        if live is None:
+            net.W.sub_(lr * (D.T @ X))
+        else:
+            net.W.index_add_(1, live, D.T @ X, alpha=-lr)
     return loss
 
 
@@ -159,6 +175,8 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
            else torch.optim.SGD(params, lr=lr))
     gen = torch.Generator().manual_seed(int(seed))
     fast_gd = optimizer == "gd" and type(model) is TwoLayerNet
+    live = _live_columns(X) if fast_gd else None
+    X_live = X if live is None else X[:, live].contiguous()
     callbacks = dict(callbacks or {})
 
     traj = Trajectory(np.empty(0, int), np.empty(0), [], np.empty(0),
@@ -192,7 +210,7 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
             idx = order[j * batch:(j + 1) * batch]
             xb, yb = X[idx], y[idx]
         if fast_gd:
-            step_loss[k] = _two_layer_gd_step(model, X, y, lr, reduction)
+            step_loss[k] = _two_layer_gd_step(model, X_live, y, lr, reduction, live)
             _check_finite(step_loss[k], k, lr, optimizer)
         else:
             opt.zero_grad(set_to_none=True)
