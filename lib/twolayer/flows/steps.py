@@ -78,7 +78,7 @@ def _live_columns(X: torch.Tensor) -> torch.Tensor | None:
     ``Σ_i D_ik x_ij = 0``: GD leaves ``W[:, j]`` at its initial value, so the
     products can skip it exactly (MNIST's blank border: about a third of the
     784 pixels of a digit pair)."""
-    live = torch.nonzero(X.abs().sum(dim=0) > 0).squeeze(1)
+    live = torch.nonzero((X != 0).any(dim=0)).squeeze(1)  # NaN counts as live
     return None if len(live) == X.shape[1] else live
 
 
