@@ -26,7 +26,7 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not slow and not browser" -q
 
 notebooks: $(STAMP)
-	TWOLAYER_THREADS=1 $(BIN)/python -m pytest --nbval-lax --nbval-current-env book -q -n $(JOBS) --dist loadfile -p no:cacheprovider
+	TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TWOLAYER_RUN_CACHE=$(CURDIR)/_build/runs $(BIN)/python -m pytest --nbval-lax --nbval-current-env book -q -n $(JOBS) --dist loadfile -p no:cacheprovider
 
 site: book
 	$(BIN)/python -m pytest tests -m "slow" -q

@@ -15,6 +15,7 @@ from ..data import Dataset
 from ..models import leaky_relu, two_layer_output
 from ..validation import positive
 from .steps import REDUCTIONS, _state
+from .memo import remembered
 from .trajectory import DivergenceError, Trajectory
 
 # ---------------------------------------------------------------------------
@@ -229,6 +230,7 @@ def log_time_grid(t_max: float, n: int, t_min: float | None = None) -> np.ndarra
     return np.concatenate([[0.0], np.logspace(np.log10(t_min), np.log10(t_max), int(n) - 1)])
 
 
+@remembered(moves_model=False)
 def gradient_flow(model: nn.Module, data: Dataset, t_max: float, *, rtol: float = 1e-6,
                   atol: float = 1e-9, n_snapshots: int = 60,
                   snapshot_times: Iterable[float] | None = None, t_min: float | None = None,

@@ -24,6 +24,7 @@ from tqdm import tqdm
 from ..data import Dataset
 from ..models import TwoLayerNet
 from ..validation import positive
+from .memo import remembered
 from .trajectory import DivergenceError, Trajectory
 
 OPTIMIZERS = ("gd", "sgd", "adam")
@@ -116,6 +117,7 @@ def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: f
     return loss
 
 
+@remembered(moves_model=True)
 def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
           steps: int | None = None, epochs: int | None = None, batch_size: int | None = None,
           reduction: str = "mean", snapshot_steps: Iterable[int] | None = None,

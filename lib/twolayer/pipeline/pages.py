@@ -39,6 +39,11 @@ class Paths:
         return self.build / "cache"
 
     @property
+    def runs(self) -> Path:
+        """Finished training runs, reused by every execution (flows.memo)."""
+        return self.build / "runs"
+
+    @property
     def executed(self) -> Path:
         return self.build / "executed"
 

@@ -115,6 +115,8 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
     import nbformat
     import papermill as pm
 
+    from ..flows.memo import RUN_CACHE_ENV
+
     global _RUNNING
     parent = os.getppid()
     _worker_signals()
@@ -129,7 +131,9 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
             tmp = _tmp_dir(paths.cache, key)
             os.environ.update({claims_mod.CLAIMS_ENV: str(tmp / "claims.json"), claims_mod.PAGE_ENV: nb,
                                "TWOLAYER_THREADS": str(threads),
+                               RUN_CACHE_ENV: os.environ.get(RUN_CACHE_ENV, str(paths.runs)),
                                "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+                               "OPENBLAS_NUM_THREADS": str(threads),
                                "MPLBACKEND": "module://matplotlib_inline.backend_inline",
                                "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
             try:

@@ -1,0 +1,152 @@
+"""Reusing a finished run: trainer results kept on disk, keyed on every input.
+
+A run of :func:`~twolayer.flows.train` or :func:`~twolayer.flows.gradient_flow`
+is a deterministic function of the model (its class, configuration and
+parameters), the training data, the trainer's arguments and the code that
+computes it. :func:`remembered` stores each finished run under a hash of all of
+these and returns the stored :class:`Trajectory` (and, for a trainer that moves
+the model, the final parameters) when the same run is asked for again — by a
+second execution of the same page (``make test`` runs every notebook under
+nbval, then builds the book from the same runs), by another page training the
+same network on the same data, or by a page re-executed after an edit elsewhere
+in the library (its runs are unchanged when ``flows``/``models``/``data`` are).
+
+The store is the folder named by ``$TWOLAYER_RUN_CACHE`` (the pipeline sets
+``_build/runs``; unset or empty: nothing is stored, every run computes). A run
+with ``callbacks`` (functions, not hashable by content) or a model class from
+outside the library is always computed. Entries are written to a temporary
+file and renamed, so an interrupted run leaves no partial entry; an unreadable
+entry is removed and recomputed.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+RUN_CACHE_ENV = "TWOLAYER_RUN_CACHE"
+_CODE = ("flows/__init__.py", "flows/integrator.py", "flows/memo.py", "flows/steps.py",
+         "flows/trajectory.py", "models.py", "data.py", "validation.py")
+_UNKEYED = ("progress",)  # arguments that do not change the result
+
+
+@functools.lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """Hash of the source files that compute a run and of the numerical
+    packages' versions (an edit of any of them invalidates every entry)."""
+    import scipy
+
+    lib = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for rel in _CODE:
+        h.update(rel.encode())
+        h.update((lib / rel).read_bytes())
+    h.update(f"torch {torch.__version__} numpy {np.__version__} scipy {scipy.__version__}".encode())
+    return h.hexdigest()
+
+
+def _update(h: "hashlib._Hash", value: Any) -> None:
+    """Feed ``value`` into ``h`` by content (arrays by dtype, shape and bytes)."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        h.update(f"array {value.dtype} {value.shape}".encode())
+        h.update(np.ascontiguousarray(value).tobytes())
+    elif isinstance(value, (list, tuple, range)):
+        h.update(f"{type(value).__name__} {len(value)}".encode())
+        for v in value:
+            _update(h, v)
+    elif isinstance(value, dict):
+        h.update(f"dict {len(value)}".encode())
+        for k in sorted(value, key=str):
+            h.update(repr(k).encode())
+            _update(h, value[k])
+    else:
+        h.update(f"{type(value).__name__} {value!r}".encode())
+
+
+def _model_config(model: nn.Module) -> list:
+    """Every submodule's class and public attributes (e.g. ``alpha``, conv
+    shapes) and which parameters are trained."""
+    config = []
+    for name, mod in model.named_modules():
+        attrs = {k: v for k, v in vars(mod).items() if not k.startswith("_") and k != "training"}
+        config.append((name, f"{type(mod).__module__}.{type(mod).__qualname__}", attrs))
+    config.append([(n, p.requires_grad) for n, p in model.named_parameters()])
+    return config
+
+
+def run_key(fn_name: str, model: nn.Module, data: Any, args: tuple, kwargs: dict) -> str:
+    """The hash a run is stored under (see the module docstring)."""
+    h = hashlib.sha256(code_fingerprint().encode())
+    h.update(fn_name.encode())
+    _update(h, _model_config(model))
+    _update(h, {k: v for k, v in model.state_dict().items()})
+    _update(h, (data.X, data.y))
+    _update(h, args)
+    _update(h, {k: v for k, v in kwargs.items() if k not in _UNKEYED})
+    return h.hexdigest()[:32]
+
+
+def _storable(model: nn.Module, data: Any, kwargs: dict) -> bool:
+    return (not kwargs.get("callbacks") and type(model).__module__.startswith("twolayer.")
+            and hasattr(data, "X") and hasattr(data, "y"))
+
+
+def _load(path: Path):
+    try:
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception:  # unreadable (e.g. written by another version): recompute
+        path.unlink(missing_ok=True)
+        return None
+
+
+def _store(path: Path, entry: tuple) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def remembered(moves_model: bool) -> Callable:
+    """Decorate a trainer ``fn(model, data, *args, **kwargs) -> Trajectory``
+    so that a finished run is stored and returned again (module docstring).
+    ``moves_model``: the trainer leaves the final parameters in ``model`` (GD,
+    SGD, Adam); a stored run then loads them into ``model`` as well."""
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(model, data, *args, **kwargs):
+            root = os.environ.get(RUN_CACHE_ENV, "")
+            if not root or not _storable(model, data, kwargs):
+                return fn(model, data, *args, **kwargs)
+            path = Path(root) / f"{fn.__name__}-{run_key(fn.__name__, model, data, args, kwargs)}.pkl"
+            entry = _load(path)
+            if entry is not None:
+                traj, final = entry
+                if moves_model:
+                    model.load_state_dict({k: torch.as_tensor(v) for k, v in final.items()})
+                return traj
+            traj = fn(model, data, *args, **kwargs)
+            final = ({k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
+                     if moves_model else None)
+            _store(path, (traj, final))
+            return traj
+
+        return wrapper
+
+    return decorate
