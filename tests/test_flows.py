@@ -143,6 +143,34 @@ def test_written_out_gd_step_equals_autograd(alpha, fixed, reduction):
     assert (net.W - W0).abs().max() > 1e-6  # the step moved the weights
 
 
+class _AutogradNet(models.TwoLayerNet):
+    """A TwoLayerNet the trainers do not recognise: trained through autograd."""
+
+
+def _autograd_copy(net):
+    import copy
+
+    clone = copy.deepcopy(net)
+    clone.__class__ = _AutogradNet
+    return clone
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.3])
+def test_written_out_sgd_equals_autograd_sgd(alpha):
+    """flows.sgd on a TwoLayerNet takes the written-out step on each
+    mini-batch: the run equals SGD through autograd (same batches)."""
+    import copy
+
+    ds = data.two_gaussians(60, 4, seed=3)
+    net = models.TwoLayerNet(4, 8, alpha=alpha, init="default", scale=0.5, seed=1)
+    fast = flows.sgd(copy.deepcopy(net), ds, lr=0.2, epochs=15, batch_size=16, seed=4, n_snapshots=3)
+    ref = flows.sgd(_autograd_copy(net), ds, lr=0.2, epochs=15, batch_size=16, seed=4, n_snapshots=3)
+    np.testing.assert_allclose(fast.step_loss, ref.step_loss, rtol=1e-12)
+    np.testing.assert_allclose(fast.final["W"], ref.final["W"], atol=1e-12)
+    np.testing.assert_allclose(fast.final["a"], ref.final["a"], atol=1e-12)
+    assert np.abs(fast.final["W"] - net.W.detach().numpy()).max() > 1e-3
+
+
 def test_gd_skips_blank_input_columns_exactly():
     """Columns that are zero on every point (MNIST's border) are skipped: the
     run equals full-batch SGD through autograd, and their weights stay put."""
@@ -156,7 +184,7 @@ def test_gd_skips_blank_input_columns_exactly():
     net = models.TwoLayerNet(ds.d, 6, alpha=0.2, init="gaussian", scale=0.3, seed=2)
     W0 = net.W.detach().clone().numpy()
     fast = flows.gd(copy.deepcopy(net), ds, lr=0.1, steps=20, n_snapshots=2)
-    ref = flows.sgd(copy.deepcopy(net), ds, lr=0.1, epochs=20, batch_size=40, n_snapshots=2)
+    ref = flows.sgd(_autograd_copy(net), ds, lr=0.1, epochs=20, batch_size=40, n_snapshots=2)
     np.testing.assert_allclose(fast.final["W"], ref.final["W"], atol=1e-12)
     np.testing.assert_allclose(fast.final["a"], ref.final["a"], atol=1e-12)
     np.testing.assert_array_equal(fast.final["W"][:, [0, 1, 5]], W0[:, [0, 1, 5]])

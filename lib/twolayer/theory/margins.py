@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cvxpy as cp
 import numpy as np
 from scipy.optimize import nnls
 
@@ -41,6 +40,7 @@ def svm(X, y, tol: float = 1e-6) -> SVMSolution:
     Raises :class:`NotSeparableError` if the data are not linearly separable
     through the origin.
     """
+    import cvxpy as cp  # here, not at the top: ~1 s of import for the pages that never solve
     X, y = as_xy(X, y)
     Z = y[:, None] * X
     w = cp.Variable(X.shape[1])

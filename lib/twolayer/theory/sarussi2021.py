@@ -26,13 +26,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cvxpy as cp
 import numpy as np
 
 from .. import models
 from ..validation import as_matrix, as_xy, to_numpy
 from .margins import NotSeparableError, svm
-
 
 # ----------------------------------------------------------------- inputs
 
@@ -340,6 +338,7 @@ def par_svm_kernel(X, y, alpha: float) -> KernelPARSolution:
     """The PAR SVM solved in its kernel (dual) form, using only
     :func:`par_kernel`: ``max Σβ − ½ βᵀ(yyᵀ∘K)β`` over ``β ≥ 0``. Equal to
     :func:`par_svm` at the optimum (strong duality)."""
+    import cvxpy as cp  # here, not at the top: ~1 s of import for the pages that never solve
     X, y = as_xy(X, y)
     a = _alpha(alpha)
     Ky = np.outer(y, y) * par_kernel(X, y, a)
