@@ -189,3 +189,41 @@ def test_gd_skips_blank_input_columns_exactly():
     np.testing.assert_allclose(fast.final["a"], ref.final["a"], atol=1e-12)
     np.testing.assert_array_equal(fast.final["W"][:, [0, 1, 5]], W0[:, [0, 1, 5]])
     assert np.abs(fast.final["W"] - W0).max() > 1e-4
+
+
+@pytest.mark.parametrize("fixed, alpha, reduction", [(False, 0.0, "mean"), (True, 0.2, "mean"),
+                                                     (False, 0.3, "sum")])
+def test_gd_many_equals_one_gd_run_per_network(fixed, alpha, reduction):
+    """Several networks trained as one stacked tensor: each run equals its own
+    flows.gd run (snapshots, losses, final parameters left in the model)."""
+    import copy
+
+    base = data.two_gaussians(30, 4, seed=2)
+    X = np.hstack([base.X, np.zeros((30, 1))])  # a blank column: the live-column path too
+    ds = base.with_data(X, base.y, name="padded", note="one blank column")
+
+    def make(seed, scale):
+        if fixed:
+            return models.TwoLayerNet.fixed_second_layer(5, 3, alpha, scale=scale, seed=seed)
+        return models.TwoLayerNet(5, 6, alpha=alpha, init="gaussian", scale=scale, seed=seed)
+
+    nets = [make(s, sc) for s, sc in ((0, 0.1), (1, 0.5), (2, 1.0))]
+    alone = [flows.gd(copy.deepcopy(n), ds, lr=0.2, steps=40, reduction=reduction, n_snapshots=5)
+             for n in nets]
+    many = flows.gd_many(nets, ds, lr=0.2, steps=40, reduction=reduction, n_snapshots=5)
+    for one, batched, net in zip(alone, many, nets):
+        np.testing.assert_array_equal(one.steps, batched.steps)
+        np.testing.assert_allclose(batched.loss, one.loss, rtol=1e-10)
+        np.testing.assert_allclose(batched.step_loss, one.step_loss, rtol=1e-10)
+        for key in ("W", "a"):
+            np.testing.assert_allclose(batched.final[key], one.final[key], atol=1e-12)
+        np.testing.assert_allclose(net.W.detach().numpy(), one.final["W"], atol=1e-12)
+    assert abs(many[0].loss[-1] - many[2].loss[-1]) > 1e-3, "the networks differ"
+
+
+def test_gd_many_refuses_networks_of_different_shapes():
+    ds = data.two_gaussians(10, 3, seed=0)
+    with pytest.raises(ValueError, match="one shape"):
+        flows.gd_many([models.TwoLayerNet(3, 4), models.TwoLayerNet(3, 5)], ds, lr=0.1, steps=2)
+    with pytest.raises(ValueError, match="at least one"):
+        flows.gd_many([], ds, lr=0.1, steps=2)

@@ -181,7 +181,12 @@ def inner_product_histograms(ax, R, y, title: str, max_pairs: int = 20000, seed:
     j = rng.integers(0, len(y), max_pairs)
     keep = i != j
     i, j = i[keep], j[keep]
-    ip = np.einsum("ij,ij->i", R[i], R[j])
+    if len(y) <= 4096:  # one Gram matrix costs less than gathering 2 x max_pairs long rows
+        ip = (R @ R.T)[i, j]
+    else:
+        ip = np.concatenate([np.einsum("ij,ij->i", R[a], R[b])
+                             for a, b in zip(np.array_split(i, -(-len(i) // 1024)),
+                                             np.array_split(j, -(-len(j) // 1024)))])
     kind = np.where(y[i] != y[j], "different classes",
                     np.where(y[i] > 0, f"both {names[0]}", f"both {names[1]}"))
     sns.histplot(x=ip, hue=kind, ax=ax, element="step", stat="density", common_norm=False,
