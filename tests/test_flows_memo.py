@@ -21,7 +21,7 @@ def ds():
 
 
 def _entries(store):
-    return sorted(p.name for p in store.glob("*.pkl"))
+    return sorted(p.name for p in store.glob("*/*.pkl"))
 
 
 def test_a_repeated_gd_run_is_read_back_with_the_final_parameters(store, ds):
@@ -72,12 +72,12 @@ def test_runs_with_callbacks_or_without_a_store_are_computed(store, ds, monkeypa
 
 def test_an_unreadable_entry_is_recomputed(store, ds):
     first = flows.gd(models.TwoLayerNet(3, 6, seed=0), ds, lr=0.5, steps=5, n_snapshots=2)
-    (entry,) = store.glob("*.pkl")
+    (entry,) = store.glob("*/*.pkl")
     entry.write_bytes(b"truncated")
     traj = flows.gd(models.TwoLayerNet(3, 6, seed=0), ds, lr=0.5, steps=5, n_snapshots=2)
     np.testing.assert_array_equal(traj.loss, first.loss)
     assert entry.read_bytes() != b"truncated"
-    assert not list(store.glob(".*.tmp")), "no temporary file is left behind"
+    assert not list(store.glob("*/.*.tmp")), "no temporary file is left behind"
 
 
 def test_a_failed_run_stores_nothing(store, ds):
@@ -85,3 +85,12 @@ def test_a_failed_run_stores_nothing(store, ds):
     with pytest.raises(flows.DivergenceError):
         flows.gd(net, ds, lr=1e30, steps=50)
     assert _entries(store) == []
+
+
+def test_a_new_code_version_removes_the_old_versions_entries(store, ds, monkeypatch):
+    old = store / "0123456789abcdef"
+    old.mkdir()
+    (old / "train-x.pkl").write_bytes(b"stale")
+    flows.gd(models.TwoLayerNet(3, 6, seed=0), ds, lr=0.5, steps=5, n_snapshots=2)
+    assert not old.exists()
+    assert len(_entries(store)) == 1

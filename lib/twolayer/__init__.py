@@ -7,7 +7,8 @@ Rooms (one idea each):
 - :mod:`models` — the networks (two-layer, residual, conv) and the activation;
 - :mod:`flows` — training: step-by-step trainers (``flows.steps``), the
   gradient-flow integrator (``flows.integrator``), the
-  ``Trajectory`` record (``flows.trajectory``);
+  ``Trajectory`` record (``flows.trajectory``), finished runs reused from
+  ``_build/runs`` (``flows.memo``);
 - :mod:`metrics` — measurements shared by several papers;
 - :mod:`theory` — one module per paper (``phuong2021``, ``sarussi2021``,
   ``min2024``, ``lyu2021``) and ``margins`` (SVMs and KKT checks);

@@ -16,7 +16,9 @@ The store is the folder named by ``$TWOLAYER_RUN_CACHE`` (the pipeline sets
 with ``callbacks`` (functions, not hashable by content) or a model class from
 outside the library is always computed. Entries are written to a temporary
 file and renamed, so an interrupted run leaves no partial entry; an unreadable
-entry is removed and recomputed.
+entry is removed and recomputed. Entries live in a folder per version of the
+computing code; the first entry of a new version removes the folders of the
+others (they can never be read again), so the store holds one build's runs.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import functools
 import hashlib
 import os
 import pickle
+import shutil
 from pathlib import Path
 from typing import Any, Callable
 
@@ -112,7 +115,14 @@ def _load(path: Path):
 
 
 def _store(path: Path, entry: tuple) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True)
+    except FileExistsError:
+        pass
+    else:  # a new code version: the other versions' entries are unreachable
+        for old in path.parent.parent.iterdir():
+            if old.is_dir() and old != path.parent:
+                shutil.rmtree(old, ignore_errors=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
@@ -134,7 +144,8 @@ def remembered(moves_model: bool) -> Callable:
             root = os.environ.get(RUN_CACHE_ENV, "")
             if not root or not _storable(model, data, kwargs):
                 return fn(model, data, *args, **kwargs)
-            path = Path(root) / f"{fn.__name__}-{run_key(fn.__name__, model, data, args, kwargs)}.pkl"
+            key = run_key(fn.__name__, model, data, args, kwargs)
+            path = Path(root) / code_fingerprint()[:16] / f"{fn.__name__}-{key}.pkl"
             entry = _load(path)
             if entry is not None:
                 traj, final = entry

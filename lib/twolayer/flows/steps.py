@@ -110,18 +110,23 @@ def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: f
         W = net.W if W is None else W
         Zt = W @ (X.T if Xt is None else Xt)  # (h, n)
         At = net.activation(Zt)
-        f = a @ At if groups == 1 else (a[:, None] * At).view(groups, -1, At.shape[1]).sum(1)
+        n = At.shape[1]
+        stacked = (groups, -1, n)  # (network, neuron, point) views of the stacked rows
+        f = a @ At if groups == 1 else torch.bmm(a.view(groups, 1, -1), At.view(stacked)).view(groups, n)
         q = y * f
         c = X.shape[0] if reduction == "mean" else 1
         loss = float(F.softplus(-q).sum()) / c if groups == 1 else (F.softplus(-q).sum(1) / c).numpy()
         g = (-y * torch.sigmoid(-q)) / c
-        G = g[None, :] if groups == 1 else g.repeat_interleave(At.shape[0] // groups, dim=0)
         slope = (Zt > 0).to(Zt.dtype)
         if net.alpha > 0:
             slope = slope.mul_(1 - net.alpha).add_(net.alpha)
-        Dt = slope.mul_(G).mul_(a[:, None])
+        if groups == 1:
+            Dt = slope.mul_(g[None, :]).mul_(a[:, None])
+        else:
+            Dt = slope.view(stacked).mul_(g[:, None, :]).view(slope.shape).mul_(a[:, None])
         if net.trains_second_layer:
-            a.sub_(lr * (At @ g if groups == 1 else (At * G).sum(1)))
+            a.sub_(lr * (At @ g if groups == 1 else
+                         torch.bmm(At.view(stacked), g.view(groups, n, 1)).view(-1)))
         W.sub_(lr * (Dt @ X))
     return loss
 
