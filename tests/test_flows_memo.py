@@ -94,3 +94,18 @@ def test_a_new_code_version_removes_the_old_versions_entries(store, ds, monkeypa
     flows.gd(models.TwoLayerNet(3, 6, seed=0), ds, lr=0.5, steps=5, n_snapshots=2)
     assert not old.exists()
     assert len(_entries(store)) == 1
+
+
+def test_gd_many_is_stored_and_restores_every_network(store, ds):
+    def nets():
+        return [models.TwoLayerNet(3, 4, scale=sc, seed=s) for s, sc in ((0, 0.1), (1, 0.5))]
+
+    first, second = nets(), nets()
+    a = flows.gd_many(first, ds, lr=0.5, steps=30, n_snapshots=3)
+    b = flows.gd_many(second, ds, lr=0.5, steps=30, n_snapshots=3)
+    assert len(_entries(store)) == 1
+    for ta, tb, na, nb in zip(a, b, first, second):
+        np.testing.assert_array_equal(ta.loss, tb.loss)
+        assert torch.equal(na.W, nb.W) and torch.equal(na.a, nb.a)
+    flows.gd_many(nets()[::-1], ds, lr=0.5, steps=30, n_snapshots=3)  # other order: other run
+    assert len(_entries(store)) == 2

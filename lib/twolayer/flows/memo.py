@@ -86,21 +86,29 @@ def _model_config(model: nn.Module) -> list:
     return config
 
 
-def run_key(fn_name: str, model: nn.Module, data: Any, args: tuple, kwargs: dict) -> str:
+def _models(model) -> list[nn.Module]:
+    """The trained networks: one model, or the list :func:`~twolayer.flows.gd_many` takes."""
+    return list(model) if isinstance(model, (list, tuple)) else [model]
+
+
+def run_key(fn_name: str, model, data: Any, args: tuple, kwargs: dict) -> str:
     """The hash a run is stored under (see the module docstring)."""
     h = hashlib.sha256(code_fingerprint().encode())
     h.update(fn_name.encode())
-    _update(h, _model_config(model))
-    _update(h, {k: v for k, v in model.state_dict().items()})
+    for net in _models(model):
+        _update(h, _model_config(net))
+        _update(h, {k: v for k, v in net.state_dict().items()})
     _update(h, (data.X, data.y))
     _update(h, args)
     _update(h, {k: v for k, v in kwargs.items() if k not in _UNKEYED})
     return h.hexdigest()[:32]
 
 
-def _storable(model: nn.Module, data: Any, kwargs: dict) -> bool:
-    return (not kwargs.get("callbacks") and type(model).__module__.startswith("twolayer.")
-            and hasattr(data, "X") and hasattr(data, "y"))
+def _storable(model, data: Any, kwargs: dict) -> bool:
+    nets = _models(model)
+    return (not kwargs.get("callbacks") and bool(nets) and hasattr(data, "X") and hasattr(data, "y")
+            and all(isinstance(net, nn.Module) and type(net).__module__.startswith("twolayer.")
+                    for net in nets))
 
 
 def _load(path: Path):
@@ -134,9 +142,10 @@ def _store(path: Path, entry: tuple) -> None:
 
 def remembered(moves_model: bool) -> Callable:
     """Decorate a trainer ``fn(model, data, *args, **kwargs) -> Trajectory``
-    so that a finished run is stored and returned again (module docstring).
-    ``moves_model``: the trainer leaves the final parameters in ``model`` (GD,
-    SGD, Adam); a stored run then loads them into ``model`` as well."""
+    (or ``fn(models, data, ...) -> list[Trajectory]``, as ``gd_many``) so that a
+    finished run is stored and returned again (module docstring).
+    ``moves_model``: the trainer leaves the final parameters in the model(s)
+    (GD, SGD, Adam); a stored run then loads them into the model(s) as well."""
 
     def decorate(fn: Callable) -> Callable:
         @functools.wraps(fn)
@@ -148,14 +157,15 @@ def remembered(moves_model: bool) -> Callable:
             path = Path(root) / code_fingerprint()[:16] / f"{fn.__name__}-{key}.pkl"
             entry = _load(path)
             if entry is not None:
-                traj, final = entry
+                traj, finals = entry
                 if moves_model:
-                    model.load_state_dict({k: torch.as_tensor(v) for k, v in final.items()})
+                    for net, final in zip(_models(model), finals):
+                        net.load_state_dict(final)
                 return traj
             traj = fn(model, data, *args, **kwargs)
-            final = ({k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
-                     if moves_model else None)
-            _store(path, (traj, final))
+            finals = ([{k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+                       for net in _models(model)] if moves_model else None)
+            _store(path, (traj, finals))
             return traj
 
         return wrapper

@@ -280,6 +280,7 @@ def _stack(nets: Sequence[TwoLayerNet]) -> TwoLayerNet:
     return big
 
 
+@remembered(moves_model=True)
 def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int, *,
             reduction: str = "mean", snapshot_steps: Iterable[int] | None = None,
             n_snapshots: int = 60) -> list[Trajectory]:
