@@ -191,6 +191,25 @@ def test_gd_skips_blank_input_columns_exactly():
     assert np.abs(fast.final["W"] - W0).max() > 1e-4
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_gd_step_losses_taken_by_block_equal_autograd(reduction):
+    """GD writes each step's margins into a block and takes the losses of 16
+    steps at once: every step's loss (blocks cut short by snapshots too) is
+    the loss autograd's full-batch SGD computes before that step."""
+    import copy
+
+    ds = data.two_gaussians(30, 4, seed=5)
+    net = models.TwoLayerNet(4, 6, alpha=0.1, init="gaussian", scale=0.4, seed=3)
+    marks = [0, 5, 21, 37, 50]
+    fast = flows.gd(copy.deepcopy(net), ds, lr=0.1, steps=50, reduction=reduction, snapshot_steps=marks)
+    ref = flows.sgd(_autograd_copy(net), ds, lr=0.1, epochs=50, batch_size=30, reduction=reduction,
+                    snapshot_steps=marks)
+    assert fast.step_loss.shape == (50,)
+    np.testing.assert_allclose(fast.step_loss, ref.step_loss, rtol=1e-12)
+    np.testing.assert_allclose(fast.loss, ref.loss, rtol=1e-12)
+    assert fast.step_loss[-1] < 0.9 * fast.step_loss[0]  # the losses move: not one value repeated
+
+
 @pytest.mark.parametrize("fixed, alpha, reduction", [(False, 0.0, "mean"), (True, 0.2, "mean"),
                                                      (False, 0.3, "sum")])
 def test_gd_many_equals_one_gd_run_per_network(fixed, alpha, reduction):

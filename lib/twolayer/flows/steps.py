@@ -54,11 +54,13 @@ def _state(model: nn.Module) -> dict[str, np.ndarray]:
 PARAMETER_CHECK_EVERY = 16  # steps between checks that every parameter is finite
 
 
-def _check_parameters(model: nn.Module, step: int, lr: float, optimizer: str) -> None:
+def _check_parameters(named: Iterable[tuple[str, torch.Tensor]], step: int, lr: float,
+                      optimizer: str) -> None:
     """Overflowing weights can leave the loss finite (``softplus(-inf) = 0``):
-    a run is also stopped when a parameter is NaN or infinite."""
+    a run is also stopped when a parameter (``(name, tensor)`` pairs: the
+    model's, or the copies a loop updates) is NaN or infinite."""
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for name, p in named:
             if not bool(torch.isfinite(p).all()):
                 raise DivergenceError(
                     f"{optimizer}: parameter {name!r} became non-finite by step {step} with step "
@@ -85,50 +87,100 @@ def _live_columns(X: torch.Tensor) -> torch.Tensor | None:
 
 def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float,
                        reduction: str, W: torch.Tensor | None = None,
-                       Xt: torch.Tensor | None = None, groups: int = 1) -> float | np.ndarray:
-    """One GD step of :class:`TwoLayerNet` on the batch ``(X, y)`` (the full set
-    for GD, a mini-batch for SGD) with its gradient written out (no autograd
-    graph); returns the loss before the step.
+                       Xt: torch.Tensor | None = None) -> float:
+    """One GD step of :class:`TwoLayerNet` on the batch ``(X, y)``; returns the
+    loss before the step (:func:`_gd_stepper`, for a single step: SGD's
+    mini-batches)."""
+    return _gd_stepper(net, X, y, lr, reduction, W, Xt)()
+
+
+def _gd_stepper(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float, reduction: str,
+                W: torch.Tensor | None = None, Xt: torch.Tensor | None = None,
+                groups: int = 1) -> Callable[..., float | np.ndarray | None]:
+    """``step(margins_out=None)``: one GD step of :class:`TwoLayerNet` on
+    ``(X, y)`` (the full set for GD, a mini-batch for SGD) with its gradient
+    written out (no autograd graph), returning the loss before the step; what
+    does not change between steps is set up once, here.
 
     With ``q_i = y_i Σ_j a_j φ(w_j·x_i)`` and ``g_i = ∂L/∂f(x_i) = −y_i σ(−q_i)/c``
     (``c = n`` for the mean, 1 for the sum): ``∂L/∂a = φ(XWᵀ)ᵀ g`` and
     ``∂L/∂W = ((g aᵀ) ⊙ φ'(XWᵀ))ᵀ X`` — the same two products autograd does,
-    without its bookkeeping (``benchmarks/mnist_loops.py``). ``φ'(0) = α``, as
-    torch's (leaky) ReLU backward. ``W`` (default ``net.W``) is the first
-    layer read and updated in place: :func:`train` passes a copy of the live
-    columns (:func:`_live_columns`), ``X`` holding only those columns, and
-    writes it back into ``net.W`` when the parameters are read. The products
-    run in the (neurons × points) layout ``W Xᵀ``, with ``Xt = Xᵀ`` stored
-    contiguously: on CPU it is up to 2x faster than ``X Wᵀ`` for the book's
-    narrow layers (``benchmarks/mnist_loops.py``). ``groups = B > 1``: ``net``
-    is B networks of ``m`` neurons stacked (rows ``b·m … (b+1)·m − 1`` are
-    network b, see :func:`gd_many`); each has its own output and loss, and the
-    per-network losses are returned.
+    without its bookkeeping (``benchmarks/mnist_loops.py``); the ``1/c`` is
+    folded into the step size. ``φ'(0) = α``, as torch's (leaky) ReLU
+    backward. ``W`` (default ``net.W``) is the first layer read and updated in
+    place: :func:`train` passes a copy of the live columns
+    (:func:`_live_columns`), ``X`` holding only those columns, and writes it
+    back into ``net.W`` when the parameters are read. The products run in the
+    (neurons × points) layout ``W Xᵀ``, with ``Xt = Xᵀ`` stored contiguously:
+    on CPU it is up to 2x faster than ``X Wᵀ`` for the book's narrow layers.
+    ``groups = B > 1``: ``net`` is B networks of ``m`` neurons stacked (rows
+    ``b·m … (b+1)·m − 1`` are network b, see :func:`gd_many`); each has its
+    own output and loss, and the per-network losses are returned. With
+    ``margins_out`` the step writes ``−q`` there and returns None, the loop
+    taking the losses of a block of steps at once (:class:`_BlockLosses`).
     """
-    with torch.no_grad():
-        a = net.a
-        W = net.W if W is None else W
-        Zt = W @ (X.T if Xt is None else Xt)  # (h, n)
-        At = net.activation(Zt)
-        n = At.shape[1]
-        stacked = (groups, -1, n)  # (network, neuron, point) views of the stacked rows
-        f = a @ At if groups == 1 else torch.bmm(a.view(groups, 1, -1), At.view(stacked)).view(groups, n)
-        q = y * f
-        c = X.shape[0] if reduction == "mean" else 1
-        loss = float(F.softplus(-q).sum()) / c if groups == 1 else (F.softplus(-q).sum(1) / c).numpy()
-        g = (-y * torch.sigmoid(-q)) / c
-        slope = (Zt > 0).to(Zt.dtype)
-        if net.alpha > 0:
-            slope = slope.mul_(1 - net.alpha).add_(net.alpha)
-        if groups == 1:
-            Dt = slope.mul_(g[None, :]).mul_(a[:, None])
-        else:
-            Dt = slope.view(stacked).mul_(g[:, None, :]).view(slope.shape).mul_(a[:, None])
-        if net.trains_second_layer:
-            a.sub_(lr * (At @ g if groups == 1 else
-                         torch.bmm(At.view(stacked), g.view(groups, n, 1)).view(-1)))
-        W.sub_(lr * (Dt @ X))
-    return loss
+    a = net.a
+    W = net.W.detach() if W is None else W
+    Xt = X.T if Xt is None else Xt
+    n, alpha, trains = X.shape[0], net.alpha, net.trains_second_layer
+    c = n if reduction == "mean" else 1
+    size, neg_y, shape = lr / c, -y, (len(a), n)
+    stacked = (groups, -1, n)  # (network, neuron, point) views of the stacked rows
+    a_row, a_col = a.view(groups, 1, -1), a.view(groups, -1, 1)
+
+    def step(margins_out: torch.Tensor | None = None) -> float | np.ndarray | None:
+        with torch.no_grad():
+            Zt = W @ Xt  # (h, n)
+            At = F.leaky_relu(Zt, alpha) if alpha > 0 else F.relu(Zt)
+            f = a @ At if groups == 1 else torch.bmm(a_row, At.view(stacked)).view(groups, n)
+            nq = torch.mul(f, neg_y, out=margins_out)  # −q
+            loss = None
+            if margins_out is None:
+                losses = F.softplus(nq)
+                loss = float(losses.sum()) / c if groups == 1 else losses.sum(1).numpy() / c
+            g = torch.sigmoid(nq).mul_(y)  # −c g
+            ga = torch.outer(a, g) if groups == 1 else (a_col * g.view(groups, 1, n)).view(shape)
+            Dt = (torch.ops.aten.leaky_relu_backward(ga, Zt, alpha, False) if alpha > 0
+                  else torch.ops.aten.threshold_backward(ga, Zt, 0))  # −c (g aᵀ)ᵀ ⊙ φ'(W Xᵀ)
+            if trains:
+                if groups == 1:
+                    a.addmv_(At, g, alpha=size)
+                else:
+                    a.add_(torch.bmm(At.view(stacked), g.view(groups, n, 1)).view(-1), alpha=size)
+            W.addmm_(Dt, X, alpha=size)
+        return loss
+    return step
+
+
+class _BlockLosses:
+    """The per-step losses of a GD loop, taken a block of steps at a time: each
+    step writes its ``−q`` into a row of a buffer (:func:`_gd_stepper`'s
+    ``margins_out``) and :meth:`close` turns the block into losses with one
+    softplus, then stops the run at the first non-finite one, naming its step."""
+
+    def __init__(self, total: int, margins_shape: tuple[int, ...], dtype: torch.dtype, c: int,
+                 lr: float, optimizer: str):
+        self.values = np.empty((total,) + tuple(margins_shape[:-1]))
+        self.buffer = torch.empty((PARAMETER_CHECK_EVERY,) + tuple(margins_shape), dtype=dtype)
+        self.rows = self.buffer.unbind(0)
+        self.c, self.lr, self.optimizer, self.start = c, lr, optimizer, 0
+
+    def row(self, k: int) -> torch.Tensor:
+        """Where step ``k`` writes its ``−q`` (steps since the last close < block)."""
+        return self.rows[k - self.start]
+
+    def close(self, end: int) -> None:
+        """Losses of steps ``start … end − 1``; raises at the first non-finite."""
+        if end == self.start:
+            return
+        with torch.no_grad():
+            block = (F.softplus(self.buffer[: end - self.start]).sum(-1) / self.c).numpy()
+        self.values[self.start:end] = block
+        finite = np.isfinite(block.reshape(len(block), -1)).all(1)
+        if not finite.all():
+            first = self.start + int(np.argmin(finite))
+            _check_finite(float(np.sum(self.values[first])), first, self.lr, self.optimizer)
+        self.start = end
 
 
 @remembered(moves_model=True)
@@ -198,6 +250,9 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
     X_live = X if live is None else X[:, live].contiguous()
     Xt_live = X_live.T.contiguous() if fast else None
     W_live = model.W.detach()[:, live].clone() if live is not None else None
+    gd_step = _gd_stepper(model, X_live, y, lr, reduction, W_live, Xt_live) if fast and optimizer == "gd" else None
+    checked = [(name, W_live if name == "W" and W_live is not None else p)
+               for name, p in model.named_parameters()]  # what the steps update in place
 
     def sync() -> None:  # the live columns' copy back into the model
         if W_live is not None:
@@ -223,22 +278,25 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
         losses.append(full)
 
     step_loss = np.empty(total)
+    block = (_BlockLosses(total, (n,), dtype, n if reduction == "mean" else 1, lr, optimizer)
+             if gd_step is not None else None)
     order = torch.arange(n)
     start = time.perf_counter()
     if 0 in marks:
         snapshot(0)
     for k in tqdm(range(total), disable=not progress, desc=optimizer, unit="step", mininterval=1.0):
         if optimizer == "gd":
-            xb, yb, xbt = X_live if fast else X, y, Xt_live
+            xb, yb = X_live if fast else X, y
         else:
             j = k % per_epoch
             if j == 0:
                 order = torch.randperm(n, generator=gen)
             idx = order[j * batch:(j + 1) * batch]
             xb, yb = (X_live if fast else X)[idx], y[idx]
-            xbt = None
-        if fast:
-            step_loss[k] = _two_layer_gd_step(model, xb, yb, lr, reduction, W_live, xbt)
+        if block is not None:
+            gd_step(block.row(k))
+        elif fast:
+            step_loss[k] = _two_layer_gd_step(model, xb, yb, lr, reduction, W_live)
             _check_finite(step_loss[k], k, lr, optimizer)
         else:
             opt.zero_grad(set_to_none=True)
@@ -248,14 +306,17 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
             _check_finite(step_loss[k], k, lr, optimizer)
             opt.step()
         if k + 1 in marks or (k + 1) % PARAMETER_CHECK_EVERY == 0 or k + 1 == total:
+            if block is not None:
+                block.close(k + 1)
+            _check_parameters(checked, k + 1, lr, optimizer)
+        if k + 1 in marks or k + 1 == total:
             sync()
-            _check_parameters(model, k + 1, lr, optimizer)
         if k + 1 in marks:
             snapshot(k + 1)
             _check_finite(losses[-1], k + 1, lr, optimizer)
     traj.wall_time = time.perf_counter() - start
     traj.steps, traj.times, traj.loss = np.array(steps_taken), np.array(times), np.array(losses)
-    traj.step_loss = step_loss
+    traj.step_loss = step_loss if block is None else block.values
     return traj
 
 
@@ -286,7 +347,7 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
             n_snapshots: int = 60) -> list[Trajectory]:
     """Full-batch GD of several :class:`TwoLayerNet` on the same data as one
     tensor: the networks' neurons are stacked into one first layer, each keeps
-    its own output and loss (``groups`` of :func:`_two_layer_gd_step`), so each
+    its own output and loss (``groups`` of :func:`_gd_stepper`), so each
     run equals ``gd(model, data, lr, steps)`` to rounding while B small networks
     cost about what one does (seeds and init-scale sweeps). Every model ends at
     its final parameters, as after :func:`gd`; one Trajectory per model."""
@@ -323,7 +384,10 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
                         config=dict(optimizer="gd", lr=lr, steps=total, batch_size=data.n,
                                     reduction=reduction, seed=0, n=data.n, stacked=B))
              for _ in models]
-    taken, losses, step_loss = [], [], np.empty((B, total))
+    taken, losses = [], []
+    block = _BlockLosses(total, (B, data.n), big.W.dtype, data.n if reduction == "mean" else 1, lr, "gd")
+    checked = [("W", W)] + ([("a", big.a)] if big.trains_second_layer else [])
+    step = _gd_stepper(big, X_live, y, lr, reduction, W, Xt, groups=B)
 
     def snapshot(k: int) -> None:
         sync()
@@ -337,11 +401,10 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
     if 0 in marks:
         snapshot(0)
     for k in range(total):
-        step_loss[:, k] = _two_layer_gd_step(big, X_live, y, lr, reduction, W, Xt, groups=B)
-        _check_finite(float(step_loss[:, k].sum()), k, lr, "gd")
+        step(block.row(k))
         if k + 1 in marks or (k + 1) % PARAMETER_CHECK_EVERY == 0 or k + 1 == total:
-            sync()
-            _check_parameters(big, k + 1, lr, "gd")
+            block.close(k + 1)
+            _check_parameters(checked, k + 1, lr, "gd")
         if k + 1 in marks:
             snapshot(k + 1)
     sync()
@@ -349,7 +412,7 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
     for b, traj in enumerate(trajs):
         traj.steps, traj.times = np.array(taken), np.array(taken) * lr
         traj.loss = np.array([row[b] for row in losses])
-        traj.step_loss, traj.wall_time = step_loss[b], wall / B
+        traj.step_loss, traj.wall_time = block.values[:, b].copy(), wall / B
     return trajs
 
 
