@@ -94,9 +94,9 @@ def readme_table(results: dict) -> str:
         rows.append(f"| edit of `{edit['module']}`: rebuild ({edit['executed']} of {edit['pages']} pages "
                     f"re-executed) | {edit['seconds']:.0f} |")
     for loop in results.get("mnist_loops", []):
-        threads = f", {loop['threads']} torch thread(s)" if "threads" in loop else ""
-        rows.append(f"| MNIST GD loop `{loop['setting']}`, {loop['steps']} steps{threads} (ratio to its "
-                    f"matrix products: {loop['ratio']:.2f}, target ≤ 1.5) | {loop['loop']:.1f} |")
+        rows.append(f"| MNIST GD loop `{loop['setting']}`, {loop['steps']} steps, {loop['threads']} torch "
+                    f"thread(s) (ratio to its matrix products: {loop['ratio']:.2f}, target ≤ 1.5) "
+                    f"| {loop['loop']:.1f} |")
     for nb, sec in sorted(results["times"].items(), key=lambda kv: -kv[1])[:6]:
         rows.append(f"| slowest pages: `{nb}` | {sec:.0f} |")
     return "\n".join([f"Measured by `make bench` on {results['machine']} ({results['date']}):", ""] + rows)
@@ -145,11 +145,12 @@ def _loops_module():
 
 def measure_mnist_loops(steps: int = 2000) -> list[dict]:
     """The MNIST GD loops against their matrix products (``mnist_loops.py``),
-    with the torch threads of a page's kernel in the build (one, unless
-    ``TWOLAYER_THREADS`` says otherwise: ``pipeline.runner``)."""
+    with the torch threads of a page's kernel in the build
+    (``pipeline.runner.kernel_threads``)."""
     import twolayer
+    from twolayer.pipeline.runner import kernel_threads
 
-    twolayer.configure_threads(int(os.environ.get("TWOLAYER_THREADS", 1)))
+    twolayer.configure_threads(kernel_threads())
     module = _loops_module()
     return [module.measure(s, steps) for s in module.SETTINGS]
 

@@ -85,6 +85,11 @@ def _live_columns(X: torch.Tensor) -> torch.Tensor | None:
     return None if len(live) == X.shape[1] else live
 
 
+def _loss_divisor(reduction: str, n: int) -> int:
+    """``c`` of ``L = Σ ℓ(q_i) / c``: ``n`` for the mean, 1 for the sum."""
+    return n if reduction == "mean" else 1
+
+
 def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float,
                        reduction: str, W: torch.Tensor | None = None,
                        Xt: torch.Tensor | None = None) -> float:
@@ -123,7 +128,7 @@ def _gd_stepper(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float, r
     W = net.W.detach() if W is None else W
     Xt = X.T if Xt is None else Xt
     n, alpha, trains = X.shape[0], net.alpha, net.trains_second_layer
-    c = n if reduction == "mean" else 1
+    c = _loss_divisor(reduction, n)
     size, neg_y, shape = lr / c, -y, (len(a), n)
     stacked = (groups, -1, n)  # (network, neuron, point) views of the stacked rows
     a_row, a_col = a.view(groups, 1, -1), a.view(groups, -1, 1)
@@ -158,12 +163,13 @@ class _BlockLosses:
     ``margins_out``) and :meth:`close` turns the block into losses with one
     softplus, then stops the run at the first non-finite one, naming its step."""
 
-    def __init__(self, total: int, margins_shape: tuple[int, ...], dtype: torch.dtype, c: int,
+    def __init__(self, total: int, margins_shape: tuple[int, ...], dtype: torch.dtype, reduction: str,
                  lr: float, optimizer: str):
         self.values = np.empty((total,) + tuple(margins_shape[:-1]))
         self.buffer = torch.empty((PARAMETER_CHECK_EVERY,) + tuple(margins_shape), dtype=dtype)
         self.rows = self.buffer.unbind(0)
-        self.c, self.lr, self.optimizer, self.start = c, lr, optimizer, 0
+        self.c = _loss_divisor(reduction, margins_shape[-1])
+        self.lr, self.optimizer, self.start = lr, optimizer, 0
 
     def row(self, k: int) -> torch.Tensor:
         """Where step ``k`` writes its ``−q`` (steps since the last close < block)."""
@@ -278,7 +284,7 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
         losses.append(full)
 
     step_loss = np.empty(total)
-    block = (_BlockLosses(total, (n,), dtype, n if reduction == "mean" else 1, lr, optimizer)
+    block = (_BlockLosses(total, (n,), dtype, reduction, lr, optimizer)
              if gd_step is not None else None)
     order = torch.arange(n)
     start = time.perf_counter()
@@ -385,7 +391,7 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
                                     reduction=reduction, seed=0, n=data.n, stacked=B))
              for _ in models]
     taken, losses = [], []
-    block = _BlockLosses(total, (B, data.n), big.W.dtype, data.n if reduction == "mean" else 1, lr, "gd")
+    block = _BlockLosses(total, (B, data.n), big.W.dtype, reduction, lr, "gd")
     checked = [("W", W)] + ([("a", big.a)] if big.trains_second_layer else [])
     step = _gd_stepper(big, X_live, y, lr, reduction, W, Xt, groups=B)
 

@@ -109,6 +109,14 @@ def _quiet_papermill() -> None:
     logging.getLogger("papermill").setLevel(logging.ERROR)
 
 
+def kernel_threads() -> int:
+    """Torch threads of each notebook's kernel: one unless ``TWOLAYER_THREADS``
+    says otherwise. The book's networks are small, and a second thread costs
+    more in synchronisation than it gains (measured 20x slower on a loaded
+    machine); parallelism comes from jobs."""
+    return int(os.environ.get("TWOLAYER_THREADS", 1))
+
+
 def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress: bool) -> dict:
     """Run one notebook into a fresh temporary directory and rename it into the
     cache when, and only when, it completed. Runs in a worker process."""
@@ -214,10 +222,7 @@ def execute_all(paths: Paths, nbs: list[str], jobs: int = 2, params: dict | None
         else:
             todo.append((nb, key))
     jobs = max(1, min(jobs, len(todo) or 1))
-    # One torch thread per notebook unless asked otherwise: the book's networks are
-    # small, and a second thread costs more in synchronisation than it gains
-    # (measured 20x slower on a loaded machine); parallelism comes from jobs.
-    threads = int(os.environ.get("TWOLAYER_THREADS", 1))
+    threads = kernel_threads()
     if todo:
         print(f"executing {len(todo)} notebook(s) ({len(nbs) - len(todo)} cached), "
               f"{jobs} at a time, {threads} torch thread(s) each", flush=True)
