@@ -253,3 +253,18 @@ def test_phase2_start_embeds_to_the_phase1_direction():
     np.testing.assert_allclose(a, b, atol=1e-12)
     dec = L.phase1_decomposition(W, a, W_bar, a_bar, mu_vec, r=1.0)
     assert dec.residual_m_norm < 1e-12
+
+
+def test_axis_masses_are_the_two_halves_of_an_axis_net():
+    W = np.array([[2.0, 0.0], [-1.0, 0.0], [3.0, 0.0], [0.0, 1.0]])
+    a = np.array([2.0, -1.0, -3.0, 1.0])  # neuron 3: wrong sign for its side, neuron 4 off-axis
+    c_plus, c_minus = L.axis_masses(W, a, [1.0, 0.0])
+    assert (c_plus, c_minus) == (4.0, 1.0)
+    Wb, ab = W[:2], a[:2]  # balanced, on the axis: f = c+ phi(x1) - c- phi(-x1)
+    X = np.array([[0.7, 0.3], [-0.4, 2.0]])
+    f = models.two_layer_output(Wb, ab, X, 0.5)
+    expected = 4.0 * models.leaky_relu(X[:, 0], 0.5) - 1.0 * models.leaky_relu(-X[:, 0], 0.5)
+    np.testing.assert_allclose(f, expected)
+    assert (Wb**2).sum() + (ab**2).sum() == 2 * (c_plus + c_minus)
+    with pytest.raises(ValueError, match="u"):
+        L.axis_masses(W, a, [1.0, 0.0, 0.0])

@@ -26,7 +26,7 @@ __all__ = [
     "Phase1Decomposition", "embedding_vector", "is_good_embedding", "embed", "unembed", "phase2_start", "normalized_margin",
     "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
     "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "polish_kkt",
-    "boundary_nonlinearity",
+    "boundary_nonlinearity", "axis_masses",
 ]
 
 
@@ -418,6 +418,21 @@ def boundary_nonlinearity(W, a, alpha: float, grid: int = 121, angles: int = 360
     th = np.linspace(0, 2 * np.pi, int(angles), endpoint=False)
     half = np.sign(Z @ np.stack([np.cos(th), np.sin(th)]))
     return float(np.min(np.mean(f[:, None] != half, axis=0)))
+
+
+def axis_masses(W, a, u) -> tuple[float, float]:
+    """Output masses ``(c_+, c_−)`` of a net's neurons on the two halves of the axis
+    ``u``: ``c_+ = Σ |a_k|‖w_k‖`` over neurons with ``⟨w_k, u⟩ > 0 < a_k``, ``c_−``
+    over neurons with ``⟨w_k, u⟩ < 0 > a_k``; other neurons count in neither.
+
+    For a net whose neurons lie on the axis, ``f(x) = c_+ φ(⟨ū, x⟩) − c_− φ(−⟨ū, x⟩)``
+    and, balanced (``|a_k| = ‖w_k‖``), ``‖θ‖² = 2(c_+ + c_−)``: the two masses are
+    the net (Fig. 1 middle, where phase I puts every neuron on ``±μ̄``)."""
+    W, a = _wa(W, a)
+    u = as_vector(u, "u", W.shape[1])
+    side = W @ u
+    mass = np.abs(a) * np.linalg.norm(W, axis=1)
+    return float(mass[(side > 0) & (a > 0)].sum()), float(mass[(side < 0) & (a < 0)].sum())
 
 
 def unit_direction(W, a) -> tuple[np.ndarray, np.ndarray]:
