@@ -26,7 +26,11 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not slow and not browser" -q
 
 notebooks: $(STAMP)
-	TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TWOLAYER_RUN_CACHE=$(CURDIR)/_build/runs $(BIN)/python -m pytest --nbval-lax --nbval-current-env book -q -n $(JOBS) --dist loadfile -p no:cacheprovider
+	# matplotlib builds its font cache on first import (slow on a fresh machine with
+	# Chromium's fonts): build it once here, not inside two kernels that nbval gives
+	# 60 s to start (CI's kernel-startup timeout); and allow a loaded machine 300 s.
+	$(BIN)/python -c 'import matplotlib.pyplot'
+	TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TWOLAYER_RUN_CACHE=$(CURDIR)/_build/runs $(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 book -q -n $(JOBS) --dist loadfile -p no:cacheprovider
 
 site: book
 	$(BIN)/python -m pytest tests -m "slow" -q
