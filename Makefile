@@ -26,10 +26,8 @@ unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not slow and not browser" -q
 
 notebooks: $(STAMP)
-	# matplotlib builds its font cache on first import (slow on a fresh machine with
-	# Chromium's fonts): build it once here, not inside two kernels that nbval gives
-	# 60 s to start (CI's kernel-startup timeout); and allow a loaded machine 300 s.
-	$(BIN)/python -c 'import matplotlib.pyplot'
+	# kernels over IPC sockets (book/conftest.py: two xdist workers raced for TCP
+	# ports in CI); 300 s to start on a loaded machine
 	TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TWOLAYER_RUN_CACHE=$(CURDIR)/_build/runs $(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 book -q -n $(JOBS) --dist loadfile -p no:cacheprovider
 
 site: book
