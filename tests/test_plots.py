@@ -9,3 +9,19 @@ def test_wrap_title_never_splits_mathtext():
     for line in wrapped.split("\n"):
         assert line.count("$") % 2 == 0, line  # every math span closes on its line
     assert wrapped.replace("\n", " ") == title
+
+
+def test_zero_set_draws_another_boundary_and_returns_the_grid():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from twolayer import plots
+
+    fig, ax = plt.subplots()
+    F = plots.zero_set(ax, lambda Z: Z[:, 0] - 0.2, lim=1.0, n=50, colors="g")
+    assert F.shape == (50, 50) and len(ax.collections) == 1
+    plots.zero_set(ax, lambda Z: 1 + 0 * Z[:, 0], lim=1.0, n=50)  # no zero set: nothing drawn
+    assert len(ax.collections) == 1
+    plt.close(fig)

@@ -88,9 +88,7 @@ def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fil
     Returns the outputs on the grid (shape (n, n))."""
     if fill not in ("sign", "value"):
         raise ValueError(f"fill must be 'sign' or 'value', got {fill!r}")
-    g = np.linspace(-lim, lim, n)
-    GX, GY = np.meshgrid(g, g)
-    F = np.asarray(f(np.c_[GX.ravel(), GY.ravel()]), float).reshape(GX.shape)
+    GX, GY, F = _on_grid(f, lim, n)
     if fill == "sign":
         ax.contourf(GX, GY, np.sign(F), levels=[-2, 0, 2], colors=[NEG, POS], alpha=0.15)
     else:
@@ -104,6 +102,23 @@ def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fil
         ax.scatter(*X[y > 0].T, marker="+", s=40, color=POS, lw=1.5, label="$y=+1$", zorder=3)
         ax.scatter(*X[y < 0].T, marker="_", s=40, color=NEG, lw=1.5, label="$y=-1$", zorder=3)
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", xlabel="$x_1$", ylabel="$x_2$")
+    return F
+
+
+def _on_grid(f, lim: float, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``f`` on an ``n × n`` grid of ``[-lim, lim]²``: ``(GX, GY, F)``."""
+    g = np.linspace(-lim, lim, n)
+    GX, GY = np.meshgrid(g, g)
+    return GX, GY, np.asarray(f(np.c_[GX.ravel(), GY.ravel()]), float).reshape(GX.shape)
+
+
+def zero_set(ax, f, lim: float = 1.0, n: int = 200, **kwargs) -> np.ndarray:
+    """Another classifier's boundary ``{f = 0}`` on ``[-lim, lim]²`` as a line (over a
+    :func:`decision_boundary`); ``kwargs`` go to ``ax.contour`` (``colors``,
+    ``linestyles``, ``linewidths``). Returns the outputs on the grid."""
+    GX, GY, F = _on_grid(f, lim, n)
+    if F.min() < 0 < F.max():
+        ax.contour(GX, GY, F, levels=[0], **kwargs)
     return F
 
 
