@@ -268,3 +268,18 @@ def test_axis_masses_are_the_two_halves_of_an_axis_net():
     assert (Wb**2).sum() + (ab**2).sum() == 2 * (c_plus + c_minus)
     with pytest.raises(ValueError, match="u"):
         L.axis_masses(W, a, [1.0, 0.0, 0.0])
+
+
+def test_solve_kkt_returns_to_a_kkt_point_from_a_perturbed_one(sym):
+    w_star = L.max_margin_separator(sym.X, sym.y)
+    W, a = L.two_neuron_limit(w_star)  # the global max-margin direction (Thm 4.2)
+    rng = np.random.default_rng(0)
+    W_start, a_start = W + 1e-3 * rng.standard_normal(W.shape), a + 1e-3 * rng.standard_normal(2)
+    assert L.kkt_check(W_start, a_start, sym.X, sym.y, 0.5).stationarity > 1e-4
+    W_kkt, a_kkt = L.solve_kkt(W_start, a_start, sym.X, sym.y, 0.5)
+    assert L.kkt_check(W_kkt, a_kkt, sym.X, sym.y, 0.5).stationarity < 1e-8
+    ratio = L.normalized_margin(W_kkt, a_kkt, sym.X, sym.y, 0.5) / L.global_max_margin_symmetric(
+        sym.X, sym.y, 0.5)
+    assert ratio == pytest.approx(1.0, abs=1e-6)
+    with pytest.raises(ValueError, match="tight_tol"):
+        L.solve_kkt(W, a, sym.X, sym.y, 0.5, tight_tol=0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import least_squares, minimize, nnls
 
 from ..data import Dataset, symmetric_augment  # noqa: F401  (re-exported: Assumption 4.1)
 from ..metrics import normalized_margin as _normalized_margin
@@ -26,7 +26,7 @@ __all__ = [
     "Phase1Decomposition", "embedding_vector", "is_good_embedding", "embed", "unembed", "phase2_start", "normalized_margin",
     "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
     "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "polish_kkt",
-    "boundary_nonlinearity", "axis_masses",
+    "boundary_nonlinearity", "axis_masses", "solve_kkt",
 ]
 
 
@@ -401,6 +401,44 @@ def polish_kkt(W, a, X, y, alpha: float, maxiter: int = 400) -> tuple[np.ndarray
         raise ValueError(f"the start does not separate the data (min margin {q:.3g})")
     c = 1 / np.sqrt(q)
     return _solve_margin_problem(X, y, alpha, W * c, a * c, maxiter)
+
+
+def solve_kkt(W, a, X, y, alpha: float, tight_tol: float = 1e-2,
+              max_nfev: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+    """A KKT point of (P) near the direction ``(W, a)``, found by solving the KKT
+    system itself rather than minimising (Lyu & Li 2020, Thm 3.1's conditions).
+
+    ``θ`` is rescaled to ``min_i q_i = 1``; the constraints within ``tight_tol`` of
+    1 are taken as the active set ``T``; then least squares on
+    ``θ − Σ_{i∈T} λ_i ∇q_i(θ) = 0``, ``q_i(θ) = 1`` (``i ∈ T``), ``λ ≥ 0``, from
+    the NNLS multipliers. A minimiser (:func:`polish_kkt`, :func:`search_max_margin`)
+    only finds local minima of (P); this can also land on saddle-type KKT points.
+    The solve may fail or leave other constraints violated: check the result with
+    :func:`kkt_check`.
+    """
+    W, a = _wa(W, a)
+    X, y = as_xy(X, y)
+    alpha = _alpha(alpha)
+    q = y * two_layer_output(W, a, X, alpha)
+    if q.min() <= 0:
+        raise ValueError(f"the start does not separate the data (min margin {q.min():.3g})")
+    c = 1 / np.sqrt(q.min())
+    W, a = W * c, a * c
+    T = np.flatnonzero(q / q.min() <= 1 + positive(tight_tol, "tight_tol"))
+    m, d = W.shape
+    k = m * (d + 1)
+    theta0 = np.r_[W.ravel(), a]
+    lam0, _ = nnls(_margin_gradients(W, a, X[T], y[T], alpha).T, theta0)
+
+    def residual(z):
+        Wz, az = z[:m * d].reshape(m, d), z[m * d:k]
+        G = _margin_gradients(Wz, az, X[T], y[T], alpha)
+        return np.r_[z[:k] - G.T @ z[k:], y[T] * two_layer_output(Wz, az, X[T], alpha) - 1]
+
+    lower = np.r_[np.full(k, -np.inf), np.zeros(len(T))]
+    z = least_squares(residual, np.r_[theta0, lam0], bounds=(lower, np.inf), xtol=1e-15,
+                      ftol=1e-15, gtol=1e-15, max_nfev=int(max_nfev)).x
+    return z[:m * d].reshape(m, d).copy(), z[m * d:k].copy()
 
 
 def boundary_nonlinearity(W, a, alpha: float, grid: int = 121, angles: int = 360) -> float:
