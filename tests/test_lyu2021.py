@@ -236,7 +236,7 @@ def test_boundary_nonlinearity_separates_a_line_from_a_wedge():
     wedge = L.boundary_nonlinearity(
         np.array([[1.0, 1.0], [1.0, -1.0], [1.0, 0.0]]), np.array([-1.0, -1.0, 1.5]), 0.0
     )
-    assert line <= 0.02
+    assert line <= 1 / 3600
     assert wedge >= 0.1
 
 
@@ -283,3 +283,31 @@ def test_solve_kkt_returns_to_a_kkt_point_from_a_perturbed_one(sym):
     assert ratio == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(ValueError, match="tight_tol"):
         L.solve_kkt(W, a, sym.X, sym.y, 0.5, tight_tol=0)
+
+
+def test_bent_kkt_example_is_a_clarke_kkt_point_with_a_bent_suboptimal_boundary():
+    X, y, W, a = L.bent_kkt_example(2.4, 0.5)
+    assert L.is_symmetric(X, y)
+    np.testing.assert_allclose(y * two_layer_output(W, a, X, 0.5), 1.0, atol=1e-12)
+    clarke = L.kkt_check(W, a, X, y, 0.5, kink_tol=1e-9)
+    assert clarke.stationarity < 1e-6
+    assert len(clarke.kinks) == 4                        # 2 points on each positive neuron's kink
+    assert np.all((clarke.kinks[:, 2] >= 0.5) & (clarke.kinks[:, 2] <= 1.0))
+    assert L.kkt_check(W, a, X, y, 0.5).stationarity > 0.1   # φ'(0) := α is not enough
+    ratio = L.normalized_margin(W, a, X, y, 0.5) / L.global_max_margin_symmetric(X, y, 0.5)
+    assert ratio == pytest.approx(0.96, abs=1e-6)        # 1 / (4(λ_P + λ_N)) over (1+α)/4
+    bend = np.arctan(0.5 / (2.4 * 3.5)) / np.pi           # the two wedges, fraction of the disk
+    assert L.boundary_nonlinearity(W, a, 0.5) == pytest.approx(bend, abs=1e-3)
+    # below h ≈ 2.1 the kink slopes would have to leave [α, 1]: not a KKT point
+    X2, y2, W2, a2 = L.bent_kkt_example(2.0, 0.5)
+    assert L.kkt_check(W2, a2, X2, y2, 0.5, kink_tol=1e-9).stationarity > 1e-3
+
+
+def test_clarke_kkt_check_agrees_with_the_plain_one_off_the_kinks(sym):
+    res = L.search_max_margin(sym.X, sym.y, 0.5, width=2, starts=3, seed=0)
+    plain = L.kkt_check(res.W, res.a, sym.X, sym.y, 0.5)
+    clarke = L.kkt_check(res.W, res.a, sym.X, sym.y, 0.5, kink_tol=1e-9)
+    assert len(clarke.kinks) == 0
+    assert clarke.stationarity == pytest.approx(plain.stationarity, abs=1e-6)
+    with pytest.raises(ValueError, match="kink_tol"):
+        L.kkt_check(res.W, res.a, sym.X, sym.y, 0.5, kink_tol=-1.0)

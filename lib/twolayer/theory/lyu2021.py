@@ -26,7 +26,7 @@ __all__ = [
     "Phase1Decomposition", "embedding_vector", "is_good_embedding", "embed", "unembed", "phase2_start", "normalized_margin",
     "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
     "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "polish_kkt",
-    "boundary_nonlinearity", "axis_masses", "solve_kkt",
+    "boundary_nonlinearity", "axis_masses", "solve_kkt", "bent_kkt_example",
 ]
 
 
@@ -288,13 +288,49 @@ def two_neuron_limit(w_star) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * np.stack([w, -w]), np.array([0.5, -0.5])
 
 
-def kkt_check(W, a, X, y, alpha: float, tight_tol: float = 1e-3) -> KKTReport:
+def kkt_check(W, a, X, y, alpha: float, tight_tol: float = 1e-3,
+              kink_tol: float | None = None) -> KKTReport:
     """KKT-margin check (Lyu & Li 2020, Thm 3.1): delegates to
     :func:`twolayer.theory.margins.kkt_two_layer`, dropping dead zero neurons
-    first (``(w_k, a_k) = 0`` contributes nothing and is trivially stationary)."""
+    first (``(w_k, a_k) = 0`` contributes nothing and is trivially stationary).
+    ``kink_tol`` turns on Clarke's slopes ``[α, 1]`` at exact kinks (see there)."""
     W, a = _wa(W, a)
     keep = (np.linalg.norm(W, axis=1) + np.abs(a)) > 0
-    return kkt_two_layer(W[keep], a[keep], X, y, alpha=_alpha(alpha), tight_tol=tight_tol)
+    return kkt_two_layer(W[keep], a[keep], X, y, alpha=_alpha(alpha), tight_tol=tight_tol,
+                         kink_tol=kink_tol)
+
+
+def bent_kkt_example(h: float, alpha: float):
+    """A symmetric set with a KKT-margin direction whose boundary is bent (Fig. 1 left).
+
+    Data: ``(1, ±h)`` labelled +1 and their mirrors ``(−1, ∓h)`` labelled −1
+    (Assumption 4.1; max-margin separator ``e1``, linear margin 1). Net: two
+    positive neurons along ``u_± = (h, ±1)/ρ``, ``ρ = √(1+h²)``, each of mass
+    ``|a_k|‖w_k‖ = ρ/(2h(1+α))``, and one negative neuron along ``−e1`` of mass
+    ``1/(1+α)``; every margin is then 1. ``u_+`` is orthogonal to ``(1, −h)`` and
+    its mirror — both points sit on its kink — so θ is KKT only in Clarke's sense
+    (slopes in ``[α, 1]`` there). Stationarity with multipliers ``λ_P`` on the
+    positives and ``λ_N`` on the negatives: the negative neuron gives
+    ``2(αλ_P + λ_N) = 1``, a positive neuron ``λ_P + αλ_N = ρ/(2h)`` (its
+    component along ``(1, h)``) and, along ``(1, −h)``, a combination of the two
+    kink slopes equal to ``(λ_P + αλ_N)(h² − 1)/(h² + 1)``, which lies in
+    ``[α, 1]·(λ_P + λ_N)`` for h large enough (``h ≥ 2.1`` at α = ½).
+    ``f(0, ±1) = (1−α)/(2h(1+α)) > 0``: the positive region is wider than a
+    half-plane by two wedges of angle ``arctan((1−α)/(h(3+α)))``, so the boundary
+    is not a line. Its normalized margin is
+    ``1/(4(λ_P + λ_N)) < γ* = (1+α)/4`` (Thm 4.2: a bent direction cannot be
+    the global max). Returns ``(X, y, W, a)``, balanced neurons.
+    """
+    alpha = _alpha(alpha)
+    h = positive(h, "h")
+    rho = np.hypot(h, 1.0)
+    X = np.array([[1.0, h], [1.0, -h], [-1.0, -h], [-1.0, h]])
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    m_pos, m_neg = rho / (2 * h * (1 + alpha)), 1 / (1 + alpha)
+    U = np.array([[h, 1.0], [h, -1.0]]) / rho
+    W = np.vstack([np.sqrt(m_pos) * U, [-np.sqrt(m_neg), 0.0]])
+    a = np.array([np.sqrt(m_pos), np.sqrt(m_pos), -np.sqrt(m_neg)])
+    return X, y, W, a
 
 
 @dataclass(frozen=True)
@@ -441,21 +477,22 @@ def solve_kkt(W, a, X, y, alpha: float, tight_tol: float = 1e-2,
     return z[:m * d].reshape(m, d).copy(), z[m * d:k].copy()
 
 
-def boundary_nonlinearity(W, a, alpha: float, grid: int = 121, angles: int = 360) -> float:
+def boundary_nonlinearity(W, a, alpha: float, angles: int = 3600) -> float:
     """How far a 2-D net's decision boundary is from a line through the origin:
     the fraction of the unit disk where ``sign f`` differs from the closest
-    half-plane ``sign(u·x)`` (minimum over ``angles`` unit vectors ``u``).
-    0 for a linear boundary up to the grid's resolution (about ``2/grid``)."""
+    half-plane ``sign(u·x)``. ``f`` is positively homogeneous in ``x``, so that is
+    the fraction of the unit circle: ``sign f`` at ``angles`` equally spaced
+    midpoint angles (none on an axis) against every half-circle of ``angles/2``
+    consecutive ones. Resolution ``1/angles``; a line gives at most that."""
     W, a = _wa(W, a)
     if W.shape[1] != 2:
         raise ValueError(f"boundary_nonlinearity needs 2-D nets, got dimension {W.shape[1]}")
-    g = np.linspace(-1, 1, int(grid))
-    Z = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
-    Z = Z[np.linalg.norm(Z, axis=1) <= 1]
-    f = np.sign(two_layer_output(W, a, Z, _alpha(alpha)))
-    th = np.linspace(0, 2 * np.pi, int(angles), endpoint=False)
-    half = np.sign(Z @ np.stack([np.cos(th), np.sin(th)]))
-    return float(np.min(np.mean(f[:, None] != half, axis=0)))
+    n = 2 * max(int(angles) // 2, 2)
+    th = 2 * np.pi * (np.arange(n) + 0.5) / n
+    pos = two_layer_output(W, a, np.stack([np.cos(th), np.sin(th)], 1), _alpha(alpha)) > 0
+    window = np.convolve(np.r_[pos, pos], np.ones(n // 2, dtype=int), "valid")[:n]  # positives per half
+    # disagreement with the half-circle = positives outside it + non-positives inside it
+    return float(np.min(pos.sum() - window + (n // 2 - window)) / n)
 
 
 def axis_masses(W, a, u) -> tuple[float, float]:

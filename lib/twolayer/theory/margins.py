@@ -83,6 +83,8 @@ class KKTReport:
     lambdas: np.ndarray       # multipliers (0 off the tight set)
     tight: np.ndarray         # constraints with q_i ≤ 1 + tol
     min_margin_before: float  # min_i q_i before rescaling
+    kinks: np.ndarray | None = None   # rows (k, i, slope): Clarke slopes at exact kinks
+
 
     @property
     def complementary_slackness(self) -> float:
@@ -100,13 +102,22 @@ def _margin_gradients(W, a, X, y, alpha):
     return np.concatenate([gW.reshape(len(X), -1), ga], axis=1)
 
 
-def kkt_two_layer(W, a, X, y, alpha: float = 0.0, tight_tol: float = 1e-3) -> KKTReport:
+def kkt_two_layer(W, a, X, y, alpha: float = 0.0, tight_tol: float = 1e-3,
+                  kink_tol: float | None = None) -> KKTReport:
     """How far ``(W, a)`` is from a KKT point of the margin problem.
 
-    Rescales θ so that ``min_i y_i f(x_i) = 1``, takes the constraints within
+    Rescales θ so that ``min_i q_i = 1``, takes the constraints within
     ``tight_tol`` of 1 as tight, and finds multipliers ``λ ≥ 0`` on them by
     non-negative least squares for ``θ = Σ λ_i ∇_θ q_i``. Returns the relative
     stationarity residual (0 at an exact KKT point).
+
+    By default ``φ'(0) := α``. With ``kink_tol``, a tight point ``x_i`` with
+    ``|w_k·x_i| ≤ kink_tol ‖w_k‖‖x_i‖`` sits on neuron k's kink, where Clarke's
+    subdifferential of ``q_i`` (the one in Lyu & Li 2020's KKT conditions) lets
+    the slope be any ``D_ik ∈ [α, 1]``, one per (neuron, point): the check then
+    solves ``min ‖θ − Σ λ_i g_i(D)‖`` over ``λ ≥ 0`` and those slopes (a convex QP
+    in ``λ`` and ``ν_ik = λ_i (D_ik − α) ∈ [0, (1−α)λ_i]``, cvxpy), and reports
+    the slopes in ``kinks``.
     """
     X, y = as_xy(X, y)
     W = as_matrix(W, "W")
@@ -121,7 +132,37 @@ def kkt_two_layer(W, a, X, y, alpha: float = 0.0, tight_tol: float = 1e-3) -> KK
     tight = qs <= 1 + tight_tol
     theta = np.concatenate([Ws.ravel(), as_])
     G = _margin_gradients(Ws, as_, X[tight], y[tight], alpha)
+    if kink_tol is not None:
+        return _kkt_clarke(Ws, as_, X[tight], y[tight], alpha, G, theta, tight, qmin, kink_tol)
     lam_t, resid = nnls(G.T, theta)
     lam = np.zeros(len(y))
     lam[tight] = lam_t
     return KKTReport(float(resid / np.linalg.norm(theta)), lam, tight, qmin)
+
+
+def _kkt_clarke(W, a, X, y, alpha, G, theta, tight, qmin, kink_tol) -> KKTReport:
+    """:func:`kkt_two_layer` with a free Clarke slope ``D_ik ∈ [α, 1]`` at each exact kink."""
+    import cvxpy as cp  # here, not at the top (see svm)
+    if not kink_tol >= 0:
+        raise ValueError(f"kink_tol must be >= 0, got {kink_tol!r}")
+    d = W.shape[1]
+    Z = X @ W.T
+    scale = np.linalg.norm(X, axis=1)[:, None] * np.linalg.norm(W, axis=1)[None, :]
+    ii, kk = np.nonzero(np.abs(Z) <= kink_tol * scale)
+    E = np.zeros((len(theta), len(ii)))     # ∂q_i/∂w_k per unit of (D_ik − α)
+    for j, (i, k) in enumerate(zip(ii, kk)):
+        G[i, k * d:(k + 1) * d] = y[i] * alpha * a[k] * X[i]   # base slope α at the kink
+        E[k * d:(k + 1) * d, j] = y[i] * a[k] * X[i]
+    lam, nu = cp.Variable(len(X)), cp.Variable(len(ii))
+    cons = [lam >= 0, nu >= 0, nu <= (1 - alpha) * lam[ii]] if len(ii) else [lam >= 0]
+    obj = cp.sum_squares(theta - G.T @ lam - (E @ nu if len(ii) else 0))
+    cp.Problem(cp.Minimize(obj), cons).solve(solver=cp.CLARABEL)
+    lam_t = np.maximum(np.asarray(lam.value, dtype=float), 0.0)
+    nu_v = np.clip(np.asarray(nu.value, dtype=float), 0.0, None) if len(ii) else np.zeros(0)
+    resid = np.linalg.norm(theta - G.T @ lam_t - E @ nu_v)
+    lam_full = np.zeros(len(tight))
+    lam_full[tight] = lam_t
+    rows = np.flatnonzero(tight)[ii]
+    slopes = alpha + nu_v / np.maximum(lam_t[ii], 1e-300)
+    kinks = np.column_stack([kk, rows, np.minimum(slopes, 1.0)]) if len(ii) else np.zeros((0, 3))
+    return KKTReport(float(resid / np.linalg.norm(theta)), lam_full, tight, qmin, kinks)
