@@ -85,7 +85,6 @@ class KKTReport:
     min_margin_before: float  # min_i q_i before rescaling
     kinks: np.ndarray | None = None   # rows (k, i, slope): Clarke slopes at exact kinks
 
-
     @property
     def complementary_slackness(self) -> float:
         """``max_i λ_i (q_i − 1)``: 0 by construction (λ lives on the tight set)."""
