@@ -25,3 +25,22 @@ def test_zero_set_draws_another_boundary_and_returns_the_grid():
     plots.zero_set(ax, lambda Z: 1 + 0 * Z[:, 0], lim=1.0, n=50)  # no zero set: nothing drawn
     assert len(ax.collections) == 1
     plt.close(fig)
+
+
+def test_decision_boundary_shades_an_exact_zero_region():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from twolayer import plots
+
+    def relu_pair(Z):  # N = relu(z1 + z2) - relu(z1 - z2): zero where both are off
+        return np.maximum(Z @ [1.0, 1.0], 0) - np.maximum(Z @ [1.0, -1.0], 0)
+
+    fig, ax = plt.subplots()
+    F = plots.decision_boundary(ax, relu_pair, n=41, zero_color="0.5")
+    assert (F == 0).any() and (F > 0).any() and (F < 0).any()
+    assert len(ax.collections[0].get_facecolors()) >= 3  # negative, zero, positive
+    plt.close(fig)

@@ -81,15 +81,21 @@ def fit_titles(fig) -> None:
 
 
 def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fill: str = "sign",
-                      cmap: str = "RdBu_r", colorbar: bool = False) -> np.ndarray:
+                      cmap: str = "RdBu_r", colorbar: bool = False,
+                      zero_color: str | None = None) -> np.ndarray:
     """Draw a 2-D classifier ``f`` (a map from an (m, 2) array to m outputs) on
     ``[-lim, lim]²``: shaded by sign (``fill="sign"``) or by value (``"value"``),
     the zero set as a black line, and the data ``X`` (markers by label ``y``).
-    Returns the outputs on the grid (shape (n, n))."""
+    ``zero_color`` (sign fill only) shades the points where ``f`` is exactly 0
+    in that colour (a region with no decision, e.g. a ReLU net with every
+    neuron off). Returns the outputs on the grid (shape (n, n))."""
     if fill not in ("sign", "value"):
         raise ValueError(f"fill must be 'sign' or 'value', got {fill!r}")
     GX, GY, F = _on_grid(f, lim, n)
-    if fill == "sign":
+    if fill == "sign" and zero_color is not None:
+        ax.contourf(GX, GY, np.sign(F), levels=[-1.5, -0.5, 0.5, 1.5],
+                    colors=[NEG, zero_color, POS], alpha=0.15)
+    elif fill == "sign":
         ax.contourf(GX, GY, np.sign(F), levels=[-2, 0, 2], colors=[NEG, POS], alpha=0.15)
     else:
         im = ax.contourf(GX, GY, F, levels=21, cmap=cmap)
