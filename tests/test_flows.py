@@ -240,6 +240,22 @@ def test_gd_many_equals_one_gd_run_per_network(fixed, alpha, reduction):
     assert abs(many[0].loss[-1] - many[2].loss[-1]) > 1e-3, "the networks differ"
 
 
+def test_gd_many_of_one_network_equals_gd_without_warnings():
+    """A stack of one network writes its (1, n) margins row without torch
+    resizing the output (deprecated: a future torch refuses it)."""
+    import copy
+    import warnings
+
+    ds = data.two_gaussians(20, 3, seed=1)
+    net = models.TwoLayerNet(3, 4, init="gaussian", scale=0.5, seed=3)
+    alone = flows.gd(copy.deepcopy(net), ds, lr=0.2, steps=30, n_snapshots=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (many,) = flows.gd_many([net], ds, lr=0.2, steps=30, n_snapshots=3)
+    np.testing.assert_allclose(many.step_loss, alone.step_loss, rtol=1e-12)
+    np.testing.assert_allclose(many.final["W"], alone.final["W"], atol=1e-12)
+
+
 def test_gd_many_refuses_networks_of_different_shapes():
     ds = data.two_gaussians(10, 3, seed=0)
     with pytest.raises(ValueError, match="one shape"):

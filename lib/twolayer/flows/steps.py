@@ -138,7 +138,8 @@ def _gd_stepper(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float, r
             Zt = W @ Xt  # (h, n)
             At = F.leaky_relu(Zt, alpha) if alpha > 0 else F.relu(Zt)
             f = a @ At if groups == 1 else torch.bmm(a_row, At.view(stacked)).view(groups, n)
-            nq = torch.mul(f, neg_y, out=margins_out)  # −q
+            out = None if margins_out is None else margins_out.view(f.shape)
+            nq = torch.mul(f, neg_y, out=out)  # −q (gd_many of one net: (1, n) row)
             loss = None
             if margins_out is None:
                 losses = F.softplus(nq)
