@@ -60,6 +60,14 @@ def cache_state(root: Path) -> tuple[list[Path], list[Path]]:
     return entries, tmps
 
 
+def interruptible() -> None:
+    """Child setup: SIGINT back to its default, as in a terminal. A command
+    started in the background of a non-interactive shell (how CI may run
+    ``make test``) inherits SIGINT *ignored*, and Python then never installs
+    its KeyboardInterrupt handler: the interrupt tests would test nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def kernels_of(root: Path) -> list[int]:
     """Processes (kernels) still running for this book's cache."""
     cache = str(root / "_build" / "cache")
@@ -108,7 +116,8 @@ def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
     env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: "600"}
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with open(out, "w") as fo, open(err, "w") as fe:
-        proc = subprocess.Popen(twolayer_cmd() + ["execute", "--jobs", "2"], env=env, stdout=fo, stderr=fe)
+        proc = subprocess.Popen(twolayer_cmd() + ["execute", "--jobs", "2"], env=env, stdout=fo, stderr=fe,
+                                preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:  # the fast one done, the slow one mid-run
@@ -228,7 +237,8 @@ def test_an_interrupt_prints_no_traceback(tmp_path):
     root = make_book(tmp_path, {"synthesis/slow": SLOW})
     env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: "600"}
     proc = subprocess.Popen(twolayer_cmd() + ["execute", "--jobs", "1"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=interruptible)
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not kernels_of(root):
