@@ -23,13 +23,14 @@ class IPCKernelManager(KernelManager):
 
     def __init__(self, **kwargs):
         kwargs.setdefault("transport", "ipc")
-        kwargs.setdefault("ip", tempfile.mkdtemp(prefix="nbval-kernel-") + "/socket")
+        if "ip" not in kwargs:
+            kwargs["ip"] = tempfile.mkdtemp(prefix="nbval-kernel-") + "/socket"
         super().__init__(**kwargs)
 
-    def cleanup_resources(self, restart: bool = False) -> None:
-        super().cleanup_resources(restart=restart)
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        # the hook shutdown_kernel awaits (it does not go through cleanup_resources)
+        await super()._async_cleanup_resources(restart=restart)
         if not restart:
             shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
-
 
 nbval.kernel.KernelManager = IPCKernelManager
