@@ -97,6 +97,10 @@ def readme_table(results: dict) -> str:
         rows.append(f"| MNIST GD loop `{loop['setting']}`, {loop['steps']} steps, {loop['threads']} torch "
                     f"thread(s) (ratio to its matrix products: {loop['ratio']:.2f}, target ≤ 1.5) "
                     f"| {loop['loop']:.1f} |")
+    for loop in results.get("mnist_loops", [])[:1]:
+        rows.append(f"| host speed reference: the `{loop['setting']}` loop's matrix products alone "
+                    f"({loop['steps']} steps, 1 thread; compare hosts by it, the build scales with it) "
+                    f"| {loop['products']:.2f} |")
     for nb, sec in sorted(results["times"].items(), key=lambda kv: -kv[1])[:6]:
         rows.append(f"| slowest pages: `{nb}` | {sec:.0f} |")
     return "\n".join([f"Measured by `make bench` on {results['machine']} ({results['date']}):", ""] + rows)

@@ -24,5 +24,8 @@ def test_readme_table_is_regenerated_between_markers(tmp_path):
     text = readme.read_text()
     assert "old typed numbers" not in text and text.startswith("intro\n") and text.endswith("rest\n")
     assert "x86_64, 2 cores" in text and "| 250 |" in text and "| 9.9 |" in text and "`a/x` | 100 |" in text
+    loop = dict(setting="min2024", steps=2000, threads=1, loop=3.0, products=2.5, ratio=1.2)
+    assert bench.update_readme(readme, {**results, "mnist_loops": [loop]})
+    assert "host speed reference" in readme.read_text() and "| 2.50 |" in readme.read_text()
     assert not bench.update_readme(tmp_path / "other.md" if (tmp_path / "other.md").write_text("x") else None,
                                    results)

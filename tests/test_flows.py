@@ -262,3 +262,29 @@ def test_gd_many_refuses_networks_of_different_shapes():
         flows.gd_many([models.TwoLayerNet(3, 4), models.TwoLayerNet(3, 5)], ds, lr=0.1, steps=2)
     with pytest.raises(ValueError, match="at least one"):
         flows.gd_many([], ds, lr=0.1, steps=2)
+
+
+def test_sgd_of_any_model_is_torch_sgd_bit_for_bit():
+    """flows.sgd of a model without a written-out step (here the residual net)
+    updates p ← p − η∇p itself: the run equals torch.optim.SGD (no momentum)
+    on the same mini-batches, bit for bit."""
+    import copy
+
+    ds = data.two_gaussians(40, 3, seed=2)
+    net = models.ResidualNet(3, width=6, depth=3, scale=0.5, seed=1)
+    run = flows.sgd(copy.deepcopy(net), ds, lr=0.3, epochs=4, batch_size=16, seed=5, n_snapshots=2)
+    ref = copy.deepcopy(net)
+    opt = torch.optim.SGD(ref.parameters(), lr=0.3)
+    X, y = torch.tensor(ds.X), torch.tensor(ds.y)
+    gen = torch.Generator().manual_seed(5)
+    for _ in range(4):
+        order = torch.randperm(ds.n, generator=gen)
+        for j in range(0, ds.n, 16):
+            idx = order[j:j + 16]
+            opt.zero_grad(set_to_none=True)
+            flows.logistic_loss(y[idx] * ref(X[idx])).backward()
+            opt.step()
+    for name, p in ref.named_parameters():
+        np.testing.assert_array_equal(run.final[name], p.detach().numpy())
+    assert any(np.abs(run.final[k] - p.detach().numpy()).max() > 1e-3
+               for k, p in net.named_parameters())

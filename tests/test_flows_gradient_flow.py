@@ -107,6 +107,33 @@ def test_field_matches_autograd_gradient_and_gauge(tiny):
     np.testing.assert_allclose(d2[-2:], d[-2:], rtol=1e-12)
 
 
+@pytest.mark.parametrize("train_a", [True, False])
+def test_field_skips_blank_inputs_exactly(train_a):
+    """An input coordinate that is zero on every point (MNIST's border) is
+    skipped in the products: the field equals the autograd path's, and the
+    gradient of its weights is exactly zero."""
+    ds = D.two_gaussians(15, 4, seed=3)
+    X = ds.X.copy()
+    X[:, 1] = 0.0
+    ds = D.Dataset(X, ds.y, "blank column", "test")
+    net = (M.TwoLayerNet(4, 3, alpha=0.3, init="balanced", scale=0.7, seed=1) if train_a
+           else M.TwoLayerNet.fixed_second_layer(4, 2, alpha=0.3, scale=0.7, seed=1))
+    oracle = F._MarginOracle(net, ds)
+    assert oracle.live.tolist() == [0, 2, 3]
+    field = F._FlowField(oracle, "mean")
+    theta = oracle.flatten()
+    state = (np.concatenate([theta, [0.0, 0.3]]) if field.cartesian
+             else np.concatenate([theta / np.linalg.norm(theta), [0.4, 0.3]]))
+    d = field(0.0, state)
+    oracle.fast = False  # the autograd path on the same model (needs its L and tensors)
+    oracle.L = field.L
+    oracle.Xt, oracle.yt = torch.tensor(ds.X), torch.tensor(ds.y)
+    d_ref = field(0.0, state)
+    np.testing.assert_allclose(d, d_ref, rtol=1e-12, atol=1e-15)
+    if field.cartesian:  # the state is θ itself: the blank column's weights stay put
+        assert np.all(d[: 4 * len(net.W)].reshape(len(net.W), 4)[:, 1] == 0.0)
+
+
 def test_fixed_second_layer_is_one_homogeneous():
     ds = D.two_gaussians(20, 2, seed=0)
     net = M.TwoLayerNet.fixed_second_layer(ds.d, 3, alpha=0.2, scale=0.1, seed=0)

@@ -44,3 +44,26 @@ def test_decision_boundary_shades_an_exact_zero_region():
     assert (F == 0).any() and (F > 0).any() and (F < 0).any()
     assert len(ax.collections[0].get_facecolors()) >= 3  # negative, zero, positive
     plt.close(fig)
+
+
+def test_fit_titles_folds_a_long_title_to_its_panel_without_drawing_the_canvas():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from twolayer import plots
+
+    fig, axes = plots.panels(1, 2)
+    long = "a title far too long for half of the page's width, with $\\|W\\|_2$ in it " * 2
+    axes[0].set_title(long)
+    axes[1].set_title("short")
+    plots.fit_titles(fig)
+    lines = axes[0].get_title().split("\n")
+    assert len(lines) > 1 and " ".join(lines) == long.strip()
+    assert axes[1].get_title() == "short"
+    renderer = fig.canvas.get_renderer()
+    fig.canvas.draw()
+    width = axes[0].get_window_extent(renderer).width
+    assert axes[0].title.get_window_extent(renderer).width <= 1.05 * width
+    plt.close(fig)

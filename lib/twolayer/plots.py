@@ -68,8 +68,9 @@ def wrap_title(text: str, width_chars: float) -> str:
 
 def fit_titles(fig) -> None:
     """Fold every panel title to its panel's width (a long title would widen the
-    saved figure, and the page would then shrink all of its text)."""
-    fig.canvas.draw()
+    saved figure, and the page would then shrink all of its text). The layout
+    is computed without rasterising (the page's own render draws the figure)."""
+    fig.draw_without_rendering()
     width_in = fig.get_figwidth()
     for ax in fig.axes:
         title = ax.get_title()

@@ -15,7 +15,7 @@ from tqdm import tqdm
 from ..data import Dataset
 from ..models import two_layer_output
 from ..validation import positive
-from .steps import REDUCTIONS, _state
+from .steps import REDUCTIONS, _live_columns, _state
 from .memo import remembered
 from .trajectory import DivergenceError, Trajectory
 
@@ -47,6 +47,18 @@ from .trajectory import DivergenceError, Trajectory
 def _log_sigmoid_neg(Q: np.ndarray) -> np.ndarray:
     """``log σ(−Q) = −softplus(Q)``, stable for all Q."""
     return -(np.maximum(Q, 0.0) + np.log1p(np.exp(-np.abs(Q))))
+
+
+def _exp(x: float) -> float:
+    """``e^x`` of a float, ``inf`` beyond float64's range (as ``np.exp``, without its call cost)."""
+    return math.exp(x) if x < 709.0 else math.inf
+
+
+def _log_expit(x: np.ndarray) -> np.ndarray:
+    """``log σ(x)``, stable for all x (scipy's ufunc, imported when first used)."""
+    from scipy.special import log_expit
+
+    return log_expit(x)
 
 
 def _log_logistic_loss(Q: np.ndarray, reduction: str) -> float:
@@ -86,6 +98,12 @@ class _MarginOracle:
             self.train_a = model.trains_second_layer
             self.L = 2 if self.train_a else 1
             self.a_fixed = None if self.train_a else model.a.detach().cpu().numpy().astype(float)
+            self.m, self.d = self.shapes[0]
+            # skip the input coordinates that are zero on every point (MNIST's
+            # blank border): they add nothing to Z and receive a zero gradient
+            live = _live_columns(torch.tensor(self.X))
+            self.live = None if live is None else live.numpy()
+            self.X_live = self.X if live is None else np.ascontiguousarray(self.X[:, self.live])
         else:
             L = getattr(model, "homogeneity", None)
             if L is None or int(L) != L or L < 1:
@@ -124,20 +142,9 @@ class _MarginOracle:
 
     def weighted_gradient(self, phi: np.ndarray, omega: np.ndarray, q: np.ndarray | None = None
                           ) -> tuple[np.ndarray, np.ndarray]:
-        """``(q(φ), Σ_i ω_i ∇q_i(φ))``; if ``omega`` is a callable it maps q to ω."""
-        if self.fast:
-            W, a = self._Wa(phi)
-            Z = self.X @ W.T
-            slope = np.where(Z > 0, 1.0, self.alpha)
-            act = Z * slope  # = leaky_relu(Z, α), bit for bit
-            q = self.y * (act @ a)
-            w = omega(q) if callable(omega) else omega
-            wy = w * self.y
-            gW = ((wy[:, None] * slope) * a[None, :]).T @ self.X
-            parts = [gW.ravel()]
-            if self.train_a:
-                parts.append(act.T @ wy)
-            return q, np.concatenate(parts)
+        """``(q(φ), Σ_i ω_i ∇q_i(φ))`` by autograd (the path of models other than
+        :class:`TwoLayerNet`, which use :meth:`two_layer_gradient`); if ``omega``
+        is a callable it maps q to ω."""
         self._load(phi)
         for p in self.model.parameters():
             p.grad = None
@@ -148,6 +155,33 @@ class _MarginOracle:
         grad = np.concatenate([self.params[k].grad.detach().cpu().numpy().astype(float).ravel()
                                for k in self.names])
         return q, grad
+
+    def two_layer_gradient(self, phi: np.ndarray, scale: float) -> tuple[np.ndarray, float]:
+        """The fast path's ``(V, top)``: ``V = Σ_i ω_i ∇q_i(φ)`` with the log-domain
+        weights ``ω_i = exp(log σ(−scale·q_i) − top)``, ``top = max_j log σ(−scale·q_j)``
+        (module comment above; ``scale = e^{Ls}`` turns the margins of ``φ̂`` into
+        those of ``θ``). The same quantity as :meth:`weighted_gradient` with that
+        ``ω``, in a third of the NumPy calls: the integrator's steps are dominated
+        by this call on the books' small networks."""
+        md = self.m * self.d
+        W = phi[:md].reshape(self.m, self.d)
+        if self.live is not None:
+            W = W[:, self.live]
+        Z = self.X_live @ W.T
+        slope = np.where(Z > 0, 1.0, self.alpha)
+        act = Z * slope  # = leaky_relu(Z, α), bit for bit
+        a = phi[md:] if self.train_a else self.a_fixed
+        lg = _log_expit((act @ a) * (self.y * -scale))  # log σ(−Q_i), Q_i = scale·q_i
+        top = float(lg.max())
+        wy = np.exp(lg - top) * self.y
+        gW = (slope * np.multiply.outer(wy, a)).T @ self.X_live
+        if self.live is not None:
+            full = np.zeros((self.m, self.d))
+            full[:, self.live] = gW
+            gW = full
+        if not self.train_a:
+            return gW.ravel(), top
+        return np.concatenate((gW.ravel(), act.T @ wy)), top
 
     def _load(self, phi: np.ndarray) -> None:
         with torch.no_grad():
@@ -175,6 +209,8 @@ class _FlowField:
 
     def __call__(self, tau: float, state: np.ndarray) -> np.ndarray:
         self.evals += 1
+        if self.o.fast:
+            return self._two_layer(state)
         P, L = self.P, self.L
         if self.cartesian:
             cache = {}
@@ -205,6 +241,28 @@ class _FlowField:
         out[:P] = r * (V - radial * phat)
         out[P] = radial
         out[P + 1] = np.exp(-(L - 2) * s - self.log_c - cache["m"] - lt)
+        return self._finite(out)
+
+    def _two_layer(self, state: np.ndarray) -> np.ndarray:
+        """:meth:`__call__` for a :class:`TwoLayerNet` (the same field, through
+        :meth:`_MarginOracle.two_layer_gradient`)."""
+        P = self.P
+        lt = float(state[P + 1])
+        if self.cartesian:
+            V, top = self.o.two_layer_gradient(state[:P], 1.0)
+            out = np.zeros_like(state)
+            out[:P] = V
+            out[P + 1] = _exp(-self.log_c - top - lt)
+            return self._finite(out)
+        L, phi, s = self.L, state[:P], float(state[P])
+        r = math.sqrt(phi @ phi)
+        phat = phi / r
+        V, top = self.o.two_layer_gradient(phat, _exp(L * s))
+        radial = float(phat @ V)
+        out = np.empty_like(state)
+        out[:P] = (V - radial * phat) * r
+        out[P] = radial
+        out[P + 1] = _exp(-(L - 2) * s - self.log_c - top - lt)
         return self._finite(out)
 
     @staticmethod
@@ -413,7 +471,8 @@ def _integrate(solver_cls, field_: "_FlowField", state: np.ndarray, targets: np.
         # gauge: renormalise φ to the unit sphere (θ unchanged; the stored
         # derivative of φ is 1-homogeneous in φ, rescale it too)
         if not field_.cartesian:
-            r = np.linalg.norm(solver.y[:P])
+            phi = solver.y[:P]
+            r = math.sqrt(phi @ phi)  # = np.linalg.norm(phi), bit for bit, without its checks
             solver.y[:P] /= r
             if hasattr(solver, "f"):
                 solver.f[:P] /= r

@@ -250,9 +250,9 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
     # the same update to rounding, 2-10x faster on the book's small networks
     fast = optimizer in ("gd", "sgd") and type(model) is TwoLayerNet
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = (None if fast  # (a torch optimizer's first construction imports ~1.8 s of torch._dynamo)
-           else torch.optim.Adam(params, lr=lr, betas=betas) if optimizer == "adam"
-           else torch.optim.SGD(params, lr=lr))
+    # Adam is torch's; plain (S)GD is the update p ← p − η∇p, written out: torch.optim.SGD
+    # without momentum does exactly this, but its first construction imports ~2 s of torch._dynamo
+    opt = torch.optim.Adam(params, lr=lr, betas=betas) if optimizer == "adam" else None
     live = _live_columns(X) if fast else None
     X_live = X if live is None else X[:, live].contiguous()
     Xt_live = X_live.T.contiguous() if fast else None
@@ -306,12 +306,18 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
             step_loss[k] = _two_layer_gd_step(model, xb, yb, lr, reduction, W_live)
             _check_finite(step_loss[k], k, lr, optimizer)
         else:
-            opt.zero_grad(set_to_none=True)
+            for p in params:
+                p.grad = None
             loss = logistic_loss(yb * model(xb), reduction)
             loss.backward()
             step_loss[k] = loss.item()
             _check_finite(step_loss[k], k, lr, optimizer)
-            opt.step()
+            if opt is not None:
+                opt.step()
+            else:
+                with torch.no_grad():
+                    for p in params:
+                        p.add_(p.grad, alpha=-lr)
         if k + 1 in marks or (k + 1) % PARAMETER_CHECK_EVERY == 0 or k + 1 == total:
             if block is not None:
                 block.close(k + 1)
