@@ -44,11 +44,6 @@ from .trajectory import DivergenceError, Trajectory
 # sphere, which changes no θ (the gauge invariance tested in the unit tests).
 
 
-def _log_sigmoid_neg(Q: np.ndarray) -> np.ndarray:
-    """``log σ(−Q) = −softplus(Q)``, stable for all Q."""
-    return -(np.maximum(Q, 0.0) + np.log1p(np.exp(-np.abs(Q))))
-
-
 def _exp(x: float) -> float:
     """``e^x`` of a float, ``inf`` beyond float64's range (as ``np.exp``, without its call cost)."""
     return math.exp(x) if x < 709.0 else math.inf
@@ -209,61 +204,39 @@ class _FlowField:
 
     def __call__(self, tau: float, state: np.ndarray) -> np.ndarray:
         self.evals += 1
-        if self.o.fast:
-            return self._two_layer(state)
-        P, L = self.P, self.L
-        if self.cartesian:
-            cache = {}
-
-            def omega1(q: np.ndarray) -> np.ndarray:
-                lg = _log_sigmoid_neg(q)
-                cache["m"] = lg.max()
-                return np.exp(lg - cache["m"])
-
-            _, V = self.o.weighted_gradient(state[:P], omega1)
-            out = np.zeros_like(state)
-            out[:P] = V
-            out[P + 1] = np.exp(-self.log_c - cache["m"] - state[P + 1])
-            return self._finite(out)
-        phi, s, lt = state[:P], state[P], state[P + 1]
-        r = math.sqrt(phi @ phi)  # = np.linalg.norm(phi), without its checks
-        phat = phi / r
-        cache = {}
-
-        def omega(q: np.ndarray) -> np.ndarray:
-            lg = _log_sigmoid_neg(np.exp(L * s) * q)
-            cache["m"] = lg.max()
-            return np.exp(lg - cache["m"])
-
-        q, V = self.o.weighted_gradient(phat, omega)
-        radial = float(phat @ V)
-        out = np.empty_like(state)
-        out[:P] = r * (V - radial * phat)
-        out[P] = radial
-        out[P + 1] = np.exp(-(L - 2) * s - self.log_c - cache["m"] - lt)
-        return self._finite(out)
-
-    def _two_layer(self, state: np.ndarray) -> np.ndarray:
-        """:meth:`__call__` for a :class:`TwoLayerNet` (the same field, through
-        :meth:`_MarginOracle.two_layer_gradient`)."""
         P = self.P
         lt = float(state[P + 1])
         if self.cartesian:
-            V, top = self.o.two_layer_gradient(state[:P], 1.0)
+            V, top = self._gradient(state[:P], 1.0)
             out = np.zeros_like(state)
             out[:P] = V
             out[P + 1] = _exp(-self.log_c - top - lt)
             return self._finite(out)
         L, phi, s = self.L, state[:P], float(state[P])
-        r = math.sqrt(phi @ phi)
+        r = math.sqrt(phi @ phi)  # = np.linalg.norm(phi), without its checks
         phat = phi / r
-        V, top = self.o.two_layer_gradient(phat, _exp(L * s))
+        V, top = self._gradient(phat, _exp(L * s))
         radial = float(phat @ V)
         out = np.empty_like(state)
         out[:P] = (V - radial * phat) * r
         out[P] = radial
         out[P + 1] = _exp(-(L - 2) * s - self.log_c - top - lt)
         return self._finite(out)
+
+    def _gradient(self, phi: np.ndarray, scale: float) -> tuple[np.ndarray, float]:
+        """``(V, top)`` of :meth:`_MarginOracle.two_layer_gradient`, for any model
+        (other models through autograd, with the same log-domain weights)."""
+        if self.o.fast:
+            return self.o.two_layer_gradient(phi, scale)
+        cache = {}
+
+        def omega(q: np.ndarray) -> np.ndarray:
+            lg = _log_expit(-scale * q)  # log σ(−Q_i)
+            cache["top"] = float(lg.max())
+            return np.exp(lg - cache["top"])
+
+        _, V = self.o.weighted_gradient(phi, omega)
+        return V, cache["top"]
 
     @staticmethod
     def _finite(out: np.ndarray) -> np.ndarray:
