@@ -20,6 +20,8 @@ import nbformat
 import pytest
 from notebook_factory import write_test_notebook
 
+from twolayer.pipeline import kernels
+
 pytestmark = pytest.mark.slow
 
 SLEEP_ENV = "TWOLAYER_TEST_SLEEP"
@@ -69,17 +71,21 @@ def interruptible() -> None:
 
 
 def kernels_of(root: Path) -> list[int]:
-    """Processes (kernels) still running for this book's cache."""
-    cache = str(root / "_build" / "cache")
+    """Kernels still running for this book: started as ``ipykernel_launcher``
+    with the book's cache in their environment, or forked by a worker's zygote
+    (named ``forked-kernel``, with the environment of a build of this book)."""
+    cache, mark = str(root / "_build" / "cache"), f"TWOLAYER_ROOT={root}".encode()
     pids = []
     for proc in Path("/proc").iterdir():
         if not proc.name.isdigit():
             continue
         try:
             environ = (proc / "environ").read_bytes()
+            comm = (proc / "comm").read_bytes().strip()
         except OSError:
             continue
-        if f"TWOLAYER_CLAIMS_OUT={cache}".encode() in environ:
+        forked = comm == kernels.KERNEL_NAME and mark in environ.split(b"\0")
+        if forked or f"TWOLAYER_CLAIMS_OUT={cache}".encode() in environ:
             pids.append(int(proc.name))
     return pids
 

@@ -22,6 +22,7 @@ One job per module:
 - :mod:`.cache` — cache keys and the temporary folders runs work in;
 - :mod:`.record` — the run-record cell appended to each executed notebook;
 - :mod:`.runner` — worker processes executing notebooks (signals, publishing);
+- :mod:`.kernels` — each worker's kernels forked from a process with the libraries imported;
 - :mod:`.generated` — the claims ledger and parameters pages (Markdown);
 - :mod:`.render` — staging the book source and rendering it with Jupyter Book;
 - :mod:`.lock` — storing claims tables in the source notebooks (for nbval);

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import claims as claims_mod
 from .. import parameters as params_mod
+from . import kernels
 from .cache import _alive, _tmp_dir, _versions, cache_key, clean_abandoned
 from .pages import Paths, check_parameters, page_parameters, resolve
 from .record import _data_description, _effective_parameters, _run_record_cell, _seeds
@@ -68,20 +69,10 @@ def _worker_signals() -> None:
     _die_with_parent()
 
 
-PR_SET_PDEATHSIG = 1
-
-
 def _die_with_parent() -> None:
     """On Linux, ask the kernel to send this worker SIGTERM when the build
     process dies (even by ``kill -9``), so no orphan keeps computing."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-    except OSError:
-        pass
+    kernels.prctl(kernels.PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _parent_alive(parent: int) -> bool:
@@ -147,7 +138,8 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
             try:
                 pm.execute_notebook(str(src), str(tmp / "notebook.ipynb"), parameters=params,
                                     cwd=str(src.parent), kernel_name="python3", progress_bar=progress,
-                                    log_output=False, extra_arguments=KERNEL_QUIET)
+                                    log_output=False, extra_arguments=KERNEL_QUIET,
+                                    kernel_manager_class=kernels.manager_class())
                 break
             except Exception as exc:
                 if attempt < KERNEL_START_ATTEMPTS and _kernel_start_failed(exc):

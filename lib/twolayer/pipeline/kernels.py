@@ -1,0 +1,295 @@
+"""Warm kernels: each page's kernel is forked from a process that has already
+imported the libraries every page imports.
+
+A fresh ``ipykernel`` spends ~1.5 s starting and each page's first cell ~3.5 s
+importing torch, matplotlib and seaborn (with scipy.stats and pandas): over the
+book's 22 pages about a fifth of a clean build on two cores, spent 22 times on
+the same work. So each build worker keeps one *zygote*, a child process that
+imports :data:`PRELOAD` once and then, for every page, forks a kernel that runs
+``ipykernel`` exactly as ``python -m ipykernel_launcher`` would, in the page's
+folder and with the page's environment.
+
+The kernel stays the worker's own child: the worker registers as a child
+subreaper (Linux) and the zygote forks twice, so when the middle process exits
+the kernel is re-parented to the worker, which waits for it, signals its
+process group and sees it die exactly as for a kernel it started itself
+(:class:`ForkedKernel`, :class:`ForkProvisioner`). The kernel watches the
+worker (``JPY_PARENT_PID``) and exits when the worker is gone; the zygote dies
+with the worker (parent-death signal).
+
+Only third-party libraries are preloaded, never the book's own modules: the
+kernel forgets the ``twolayer`` modules the zygote runs on, so a page imports
+them from disk as in a fresh kernel; and :data:`PRELOAD` starts no thread
+(checked), so forking is safe. Off Linux, or with
+``TWOLAYER_FORK_KERNELS=0``, kernels start the usual way.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+FORK_ENV = "TWOLAYER_FORK_KERNELS"
+
+# What the book's pages import, directly or through ``twolayer`` (measured with
+# ``python -X importtime``: torch ~1.6 s, seaborn ~1.4 s, matplotlib.pyplot
+# ~0.8 s, ipykernel ~0.3 s, cvxpy ~0.2 s). Importing pyplot does not choose a
+# backend: the inline backend is loaded in the kernel, where IPython exists.
+PRELOAD = ("numpy", "scipy.optimize", "scipy.special", "scipy.integrate", "torch", "pandas",
+           "matplotlib.pyplot", "matplotlib.ticker", "seaborn", "cvxpy", "mlxtend.data", "tqdm",
+           "threadpoolctl", "IPython.display", "myst_nb", "ipykernel.kernelapp")
+
+# Variables that differ from page to page: set in each kernel, not in the zygote
+# (whose environment is fixed when it starts).
+PER_KERNEL = frozenset({"TWOLAYER_CLAIMS_OUT", "TWOLAYER_PAGE", "JPY_PARENT_PID", "JPY_SESSION_NAME"})
+
+PR_SET_PDEATHSIG = 1
+PR_SET_NAME = 15
+PR_SET_CHILD_SUBREAPER = 36
+ZYGOTE_NAME, KERNEL_NAME = b"kernel-zygote", b"forked-kernel"  # their /proc/<pid>/comm
+
+
+def prctl(option: int, value: int | bytes) -> bool:
+    """Linux ``prctl(option, value)``; False where it is not available."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value, 0, 0, 0) == 0
+    except OSError:
+        return False
+
+
+def enabled() -> bool:
+    """Fork kernels unless ``TWOLAYER_FORK_KERNELS=0`` or not on Linux."""
+    return sys.platform.startswith("linux") and os.environ.get(FORK_ENV, "1") != "0"
+
+
+# ---------------------------------------------------------------------------
+# the zygote (its own process, started by :class:`Zygote`)
+
+
+def serve() -> None:
+    """Import :data:`PRELOAD`, say ``ready``, then fork one kernel per request
+    line (JSON: ``argv``, ``env``, ``cwd``) and answer with its pid, once the
+    kernel is the worker's child. Ends when the worker closes the pipe."""
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    prctl(PR_SET_NAME, ZYGOTE_NAME)
+    requests, replies = sys.stdin.buffer, sys.stdout.buffer
+    # what ipykernel does before a page can import matplotlib, done before the
+    # preload does (matplotlib reads MPLBACKEND once, when imported)
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
+    if threading.active_count() != 1:  # a thread would not survive the fork
+        replies.write(b"error: a preloaded library started a thread\n")
+        replies.flush()
+        return
+    replies.write(b"ready\n")
+    replies.flush()
+    while line := requests.readline():
+        replies.write(f"{_fork_kernel(json.loads(line))}\n".encode())
+        replies.flush()
+
+
+def _fork_kernel(request: dict) -> int:
+    """Fork twice: the middle process reports the kernel's pid and exits, which
+    hands the kernel to the nearest subreaper, the worker."""
+    read, write = os.pipe()
+    middle = os.fork()
+    if middle == 0:
+        os.close(read)
+        kernel = os.fork()
+        if kernel == 0:
+            os.close(write)
+            _run_kernel(request, middle=os.getppid())
+        os.write(write, str(kernel).encode())
+        os._exit(0)
+    os.close(write)
+    pid = int(os.read(read, 32) or b"-1")
+    os.close(read)
+    os.waitpid(middle, 0)
+    return pid
+
+
+def _run_kernel(request: dict, middle: int) -> None:
+    """In the forked kernel: what ``python -m ipykernel_launcher`` does, in the
+    request's folder and environment; never returns."""
+    code = 1
+    try:
+        while os.getppid() == middle:  # wait to be handed to the worker
+            time.sleep(0.001)
+        os.setsid()  # its own process group, as jupyter_client starts kernels
+        prctl(PR_SET_NAME, KERNEL_NAME)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        os.dup2(2, 1)  # fd 1 was the zygote's reply pipe
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        sys.path[0] = request["cwd"]
+        for name in [m for m in sys.modules if m == "twolayer" or m.startswith("twolayer.")]:
+            del sys.modules[name]
+        argv = request["argv"]
+        # ipykernel reads JPY_PARENT_PID when it is imported (here: in the zygote)
+        watch = f"--IPKernelApp.parent_handle={request['env']['JPY_PARENT_PID']}"
+        sys.argv = [argv[0], *argv[3:], watch]
+        from ipykernel import kernelapp
+
+        kernelapp.launch_new_instance()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        import atexit
+
+        atexit._run_exitfuncs()
+        os._exit(code)
+
+
+# ---------------------------------------------------------------------------
+# the worker's side
+
+
+class Zygote:
+    """The worker's handle on its zygote process."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        if not prctl(PR_SET_CHILD_SUBREAPER, 1):
+            raise OSError("cannot become a child subreaper")
+        self.env = env
+        self.proc = subprocess.Popen([sys.executable, "-c", f"from {__name__} import serve; serve()"],
+                                     stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, env=env, start_new_session=True)
+        ready = self.proc.stdout.readline()
+        if ready != b"ready\n":
+            self.close()
+            raise OSError(f"the kernel zygote did not start: {ready.decode().strip() or 'no answer'}")
+
+    def fork(self, argv: list[str], env: dict[str, str], cwd: str) -> int:
+        self.proc.stdin.write(json.dumps(dict(argv=argv, env=env, cwd=cwd)).encode() + b"\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline()
+        if not answer.strip().lstrip(b"-").isdigit() or int(answer) < 0:
+            raise OSError(f"the kernel zygote could not fork a kernel: {answer.decode().strip()}")
+        return int(answer)
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(5)
+
+
+_ZYGOTE: Zygote | None = None
+
+
+def zygote_env(env: dict[str, str]) -> dict[str, str]:
+    """The part of a kernel's environment the zygote is started with."""
+    return {k: v for k, v in env.items() if k not in PER_KERNEL}
+
+
+def zygote_for(env: dict[str, str]) -> Zygote:
+    """This worker's zygote, (re)started if the environment it was started with
+    differs from ``env`` (e.g. other thread counts)."""
+    global _ZYGOTE
+    wanted = zygote_env(env)
+    if _ZYGOTE is None or _ZYGOTE.env != wanted or _ZYGOTE.proc.poll() is not None:
+        if _ZYGOTE is not None and _ZYGOTE.proc.poll() is None:
+            _ZYGOTE.close()
+        _ZYGOTE = Zygote(wanted)
+    return _ZYGOTE
+
+
+class ForkedKernel:
+    """The part of :class:`subprocess.Popen` jupyter_client uses, for a kernel
+    forked by the zygote (the worker's child through the subreaper)."""
+
+    stdin = stdout = stderr = None
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(str(self.pid), timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, signum)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+
+def _provisioner_class():
+    from jupyter_client.provisioning import LocalProvisioner
+
+    class ForkProvisioner(LocalProvisioner):
+        """:class:`LocalProvisioner` whose kernel comes from the worker's zygote."""
+
+        async def launch_kernel(self, cmd, **kwargs):
+            if cmd[1:3] != ["-m", "ipykernel_launcher"] or os.path.realpath(cmd[0]) != os.path.realpath(
+                    sys.executable):
+                return await super().launch_kernel(cmd, **kwargs)
+            env = {**(kwargs.get("env") or os.environ), "JPY_PARENT_PID": str(os.getpid())}
+            cwd = str(kwargs.get("cwd") or os.getcwd())
+            try:
+                pid = zygote_for(env).fork(list(cmd), env, cwd)
+            except OSError as exc:  # slower, not wrong: start this kernel the usual way
+                print(f"warning: {exc}; starting a fresh kernel", file=sys.stderr, flush=True)
+                return await super().launch_kernel(cmd, **kwargs)
+            self.process = ForkedKernel(pid)
+            self.pid = self.pgid = self.process.pid  # the kernel called setsid()
+            self.cwd = cwd
+            return self.connection_info
+
+    return ForkProvisioner
+
+
+def manager_class():
+    """The kernel manager papermill should use: one whose kernels are forked
+    from the zygote, or jupyter_client's own when forking is off."""
+    from jupyter_client import AsyncKernelManager
+
+    if not enabled():
+        return AsyncKernelManager
+    provisioner = _provisioner_class()
+
+    class ForkKernelManager(AsyncKernelManager):
+        async def _async_pre_start_kernel(self, **kw):
+            if self.provisioner is None:
+                self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+                self.provisioner = provisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
+                                               parent=self)
+            return await super()._async_pre_start_kernel(**kw)
+
+    return ForkKernelManager
+
+
