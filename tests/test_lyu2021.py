@@ -285,6 +285,25 @@ def test_solve_kkt_returns_to_a_kkt_point_from_a_perturbed_one(sym):
         L.solve_kkt(W, a, sym.X, sym.y, 0.5, tight_tol=0)
 
 
+def test_the_kkt_systems_jacobian_is_the_derivative_of_its_residual():
+    """solve_kkt's analytic Jacobian against central differences (off the kinks)."""
+    rng = np.random.default_rng(0)
+    m, d, n, alpha = 4, 3, 6, 0.3
+    X, y = rng.standard_normal((n, d)), np.sign(rng.standard_normal(n))
+    k = m * (d + 1)
+
+    def residual(z):
+        W, a = z[:m * d].reshape(m, d), z[m * d:k]
+        G = L._margin_gradients(W, a, X, y, alpha)
+        return np.r_[z[:k] - G.T @ z[k:], y * two_layer_output(W, a, X, alpha) - 1]
+
+    z = np.r_[rng.standard_normal(k), rng.random(n)]
+    eps = 1e-6
+    numeric = np.array([(residual(z + eps * e) - residual(z - eps * e)) / (2 * eps)
+                        for e in np.eye(len(z))]).T
+    np.testing.assert_allclose(L._kkt_jacobian(X, y, alpha, m, d)(z), numeric, atol=1e-8)
+
+
 def test_bent_kkt_example_is_a_clarke_kkt_point_with_a_bent_suboptimal_boundary():
     X, y, W, a = L.bent_kkt_example(2.4, 0.5)
     assert L.is_symmetric(X, y)

@@ -472,9 +472,35 @@ def solve_kkt(W, a, X, y, alpha: float, tight_tol: float = 1e-2,
         return np.r_[z[:k] - G.T @ z[k:], y[T] * two_layer_output(Wz, az, X[T], alpha) - 1]
 
     lower = np.r_[np.full(k, -np.inf), np.zeros(len(T))]
-    z = least_squares(residual, np.r_[theta0, lam0], bounds=(lower, np.inf), xtol=1e-15,
-                      ftol=1e-15, gtol=1e-15, max_nfev=int(max_nfev)).x
+    z = least_squares(residual, np.r_[theta0, lam0], jac=_kkt_jacobian(X[T], y[T], alpha, m, d),
+                      bounds=(lower, np.inf), xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                      max_nfev=int(max_nfev)).x
     return z[:m * d].reshape(m, d).copy(), z[m * d:k].copy()
+
+
+def _kkt_jacobian(X, y, alpha: float, m: int, d: int):
+    """The Jacobian of :func:`solve_kkt`'s residual ``(θ − Gᵀλ, q_T(θ) − 1)`` in
+    ``z = (θ, λ)``, ``G`` the rows ``∇q_i`` (i ∈ T). Off the kinks (where it is
+    defined; ``φ'(0) := α`` as in ``∇q_i``) each ``q_i`` is bilinear in a neuron's
+    ``(w_j, a_j)``, so ``Σ λ_i ∇²q_i`` has only the blocks ``∂w_j ∂a_j =
+    Σ_i λ_i y_i φ'(w_j·x_i) x_i``: ``J = [[I − Σ λ_i ∇²q_i, −Gᵀ], [G, 0]]``."""
+    k = m * (d + 1)
+    w_rows, a_cols = np.arange(m * d).reshape(m, d), (m * d + np.arange(m))[:, None]
+
+    def jacobian(z):
+        Wz, az, lam = z[:m * d].reshape(m, d), z[m * d:k], z[k:]
+        G = _margin_gradients(Wz, az, X, y, alpha)
+        slope = np.where(X @ Wz.T > 0, 1.0, alpha)          # (|T|, m)
+        cross = ((lam * y)[:, None] * slope).T @ X          # (m, d): Σ_i λ_i y_i φ'_ij x_i
+        J = np.zeros((k + len(X), k + len(X)))
+        J[np.arange(k), np.arange(k)] = 1.0
+        J[w_rows, a_cols] = -cross
+        J[a_cols, w_rows] = -cross
+        J[:k, k:] = -G.T
+        J[k:, :k] = G
+        return J
+
+    return jacobian
 
 
 def boundary_nonlinearity(W, a, alpha: float, angles: int = 3600) -> float:
