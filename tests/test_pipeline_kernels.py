@@ -68,3 +68,22 @@ def test_fresh_kernels_when_forking_is_off(tmp_path, monkeypatch):
 def test_the_zygote_is_started_without_the_pages_variables():
     env = {"PATH": "/bin", "TWOLAYER_PAGE": "a/b", "TWOLAYER_CLAIMS_OUT": "/x", "JPY_PARENT_PID": "1"}
     assert kernels.zygote_env(env) == {"PATH": "/bin"}
+
+
+def test_a_zygote_that_cannot_start_is_not_tried_again(monkeypatch):
+    """Each page would otherwise pay the preload again before falling back."""
+    tries = []
+
+    class Broken:
+        def __init__(self, env):
+            tries.append(env)
+            raise OSError("the kernel zygote did not start: no answer")
+
+    monkeypatch.setattr(kernels, "Zygote", Broken)
+    monkeypatch.setattr(kernels, "_ZYGOTE", None)
+    monkeypatch.setattr(kernels, "_FAILED", {})
+    env = {"PATH": "/bin", "TWOLAYER_PAGE": "a/b"}
+    for page in ("a/b", "c/d"):
+        with pytest.raises(OSError, match="did not start"):
+            kernels.zygote_for({**env, "TWOLAYER_PAGE": page})
+    assert tries == [{"PATH": "/bin"}]

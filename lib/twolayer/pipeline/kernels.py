@@ -91,7 +91,10 @@ def serve() -> None:
             importlib.import_module(name)
         except ImportError:
             pass
-    if threading.active_count() != 1:  # a thread would not survive the fork
+    # a Python thread would not survive the fork (native BLAS pools, started by
+    # numpy when more than one thread is asked for, shut down and restart
+    # around a fork themselves; torch starts its pool on first use)
+    if threading.active_count() != 1:
         replies.write(b"error: a preloaded library started a thread\n")
         replies.flush()
         return
@@ -193,6 +196,7 @@ class Zygote:
 
 
 _ZYGOTE: Zygote | None = None
+_FAILED: dict[tuple, str] = {}  # zygote environments that could not start: why (not retried)
 
 
 def zygote_env(env: dict[str, str]) -> dict[str, str]:
@@ -205,10 +209,18 @@ def zygote_for(env: dict[str, str]) -> Zygote:
     differs from ``env`` (e.g. other thread counts)."""
     global _ZYGOTE
     wanted = zygote_env(env)
+    key = tuple(sorted(wanted.items()))
+    if key in _FAILED:
+        raise OSError(_FAILED[key])
     if _ZYGOTE is None or _ZYGOTE.env != wanted or _ZYGOTE.proc.poll() is not None:
         if _ZYGOTE is not None and _ZYGOTE.proc.poll() is None:
             _ZYGOTE.close()
-        _ZYGOTE = Zygote(wanted)
+        _ZYGOTE = None
+        try:
+            _ZYGOTE = Zygote(wanted)
+        except OSError as exc:
+            _FAILED[key] = str(exc)
+            raise
     return _ZYGOTE
 
 
