@@ -81,6 +81,19 @@ def test_placeholders_name_the_page_setting():
         pipeline.fill_placeholders({"cells": [{"cell_type": "markdown", "source": "{{nope}}"}]}, {}, "min2024/x")
 
 
+def test_placeholders_in_figure_captions_name_the_run_value():
+    figure = {"mystnb": {"figure": {"caption": "points (1, ±h), h = {{bent_h}}.", "name": "f"}}}
+    nb = {"cells": [{"cell_type": "code", "source": "plot()", "metadata": figure}]}
+    out = pipeline.fill_placeholders(nb, {"bent_h": 3.5}, "lyu2021/fig1")
+    assert out["cells"][0]["metadata"]["mystnb"]["figure"]["caption"] == "points (1, ±h), h = 3.5."
+    nb["cells"][0]["metadata"]["mystnb"]["figure"]["caption"] = "to t = {{t_max}}, {{steps}} steps"
+    out = pipeline.fill_placeholders(nb, {"t_max": 1e300, "steps": 3000}, "lyu2021/fig1")
+    assert out["cells"][0]["metadata"]["mystnb"]["figure"]["caption"] == "to t = 1e+300, 3000 steps"
+    with pytest.raises(ValueError, match=r"lyu2021/fig1: placeholder \{\{bent_h\}\}"):
+        pipeline.fill_placeholders(nb | {"cells": [{"cell_type": "code", "source": "", "metadata": {
+            "mystnb": {"figure": {"caption": "h = {{bent_h}}"}}}}]}, {}, "lyu2021/fig1")
+
+
 def test_a_package_version_change_misses_the_cache(tmp_path, monkeypatch):
     from notebook_factory import write_test_notebook
 

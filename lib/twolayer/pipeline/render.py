@@ -56,20 +56,25 @@ PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 def fill_placeholders(nb: dict, values: dict, page: str) -> dict:
-    """A page's title and first paragraph name its setting: ``{{name}}`` in the
-    notebook's first markdown cell is replaced by the page's parameter value
-    (a variant page gets its own). An unknown name is an error naming the page."""
-    cell = next((c for c in nb["cells"] if c["cell_type"] == "markdown"), None)
-    if cell is None:
-        return nb
-    text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    """A page's title and first paragraph, and its figure captions, name its
+    setting: ``{{name}}`` in the notebook's first markdown cell and in a cell's
+    ``mystnb.figure.caption`` is replaced by the page's parameter value (a
+    variant page gets its own). An unknown name is an error naming the page."""
 
     def value(m: re.Match) -> str:
         if m.group(1) not in values:
             raise ValueError(f"{page}: placeholder {{{{{m.group(1)}}}}} names no parameter of the page")
-        return str(values[m.group(1)])
+        v = values[m.group(1)]
+        return format(v, "g") if isinstance(v, float) else str(v)
 
-    cell["source"] = PLACEHOLDER.sub(value, text)
+    cell = next((c for c in nb["cells"] if c["cell_type"] == "markdown"), None)
+    if cell is not None:
+        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        cell["source"] = PLACEHOLDER.sub(value, text)
+    for cell in nb["cells"]:
+        figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+        if isinstance(figure.get("caption"), str):
+            figure["caption"] = PLACEHOLDER.sub(value, figure["caption"])
     return nb
 
 
