@@ -10,7 +10,7 @@ blank on every image (the loop skips the blank ones exactly). Target (issue
 17): loop ≤ 1.5 × products, both on one torch thread as in a page's kernel
 (``make bench`` times them so; more threads speed up the products, not the
 step's elementwise work). A short warm-up run first keeps lazy imports and
-first-call allocations out of the timing; each is then timed three times,
+first-call allocations out of the timing; each is then timed five times,
 alternating, and the fastest of each is kept (noise only adds time).
 
 - ``min2024``: ``book/min2024/fig5_mnist_alignment`` — centred 1 vs 0, h = 50,
@@ -56,7 +56,7 @@ def _setting(name: str, seed: int = 0):
     raise ValueError(f"setting must be one of {SETTINGS}, got {name!r}")
 
 
-def measure(setting: str, steps: int = 2000, repeats: int = 3) -> dict:
+def measure(setting: str, steps: int = 2000, repeats: int = 5) -> dict:
     """Seconds of the GD loop and of its products alone, and their ratio: the
     fastest of ``repeats`` alternating timings of each (noise on a shared
     machine only ever adds time, so the minimum is the stable estimate)."""
