@@ -14,8 +14,8 @@ subreaper (Linux) and the zygote forks twice, so when the middle process exits
 the kernel is re-parented to the worker, which waits for it, signals its
 process group and sees it die exactly as for a kernel it started itself
 (:class:`ForkedKernel`, :class:`ForkProvisioner`). The kernel watches the
-worker (``JPY_PARENT_PID``) and exits when the worker is gone; the zygote dies
-with the worker (parent-death signal).
+worker (ipykernel's parent poller) and exits when the worker is gone; the
+zygote dies with the worker (parent-death signal).
 
 Only third-party libraries are preloaded, never the book's own modules: the
 kernel forgets the ``twolayer`` modules the zygote runs on, so a page imports
@@ -35,6 +35,8 @@ import threading
 import time
 import uuid
 
+from ..claims import CLAIMS_ENV, PAGE_ENV
+
 FORK_ENV = "TWOLAYER_FORK_KERNELS"
 
 # What the book's pages import, directly or through ``twolayer`` (measured with
@@ -47,7 +49,7 @@ PRELOAD = ("numpy", "scipy.optimize", "scipy.special", "scipy.integrate", "torch
 
 # Variables that differ from page to page: set in each kernel, not in the zygote
 # (whose environment is fixed when it starts).
-PER_KERNEL = frozenset({"TWOLAYER_CLAIMS_OUT", "TWOLAYER_PAGE", "JPY_PARENT_PID", "JPY_SESSION_NAME"})
+PER_KERNEL = frozenset({CLAIMS_ENV, PAGE_ENV, "JPY_PARENT_PID", "JPY_SESSION_NAME"})
 
 PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
