@@ -25,6 +25,7 @@ them from disk as in a fresh kernel; and :data:`PRELOAD` starts no thread
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import os
@@ -112,14 +113,17 @@ def _fork_kernel(request: dict) -> int:
     hands the kernel to the nearest subreaper, the worker."""
     read, write = os.pipe()
     middle = os.fork()
-    if middle == 0:
-        os.close(read)
-        kernel = os.fork()
-        if kernel == 0:
-            os.close(write)
-            _run_kernel(request, middle=os.getppid())
-        os.write(write, str(kernel).encode())
-        os._exit(0)
+    if middle == 0:  # never returns into the zygote's loop, even if the fork fails
+        kernel = -1
+        try:
+            os.close(read)
+            kernel = os.fork()
+            if kernel == 0:
+                os.close(write)
+                _run_kernel(request, middle=os.getppid())
+        finally:
+            os.write(write, str(kernel).encode())
+            os._exit(0)
     os.close(write)
     pid = int(os.read(read, 32) or b"-1")
     os.close(read)
@@ -262,7 +266,11 @@ class ForkedKernel:
         self.send_signal(signal.SIGKILL)
 
 
-def _provisioner_class():
+@functools.cache
+def _fork_manager_class():
+    """jupyter_client's kernel manager with :class:`ForkProvisioner` (defined on
+    first use: the ``twolayer`` command does not import jupyter_client)."""
+    from jupyter_client import AsyncKernelManager
     from jupyter_client.provisioning import LocalProvisioner
 
     class ForkProvisioner(LocalProvisioner):
@@ -284,26 +292,24 @@ def _provisioner_class():
             self.cwd = cwd
             return self.connection_info
 
-    return ForkProvisioner
+    class ForkKernelManager(AsyncKernelManager):
+        async def _async_pre_start_kernel(self, **kw):
+            if self.provisioner is None:
+                self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
+                self.provisioner = ForkProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
+                                                   parent=self)
+            return await super()._async_pre_start_kernel(**kw)
+
+    return ForkKernelManager
 
 
 def manager_class():
     """The kernel manager papermill should use: one whose kernels are forked
     from the zygote, or jupyter_client's own when forking is off."""
+    if enabled():
+        return _fork_manager_class()
     from jupyter_client import AsyncKernelManager
 
-    if not enabled():
-        return AsyncKernelManager
-    provisioner = _provisioner_class()
-
-    class ForkKernelManager(AsyncKernelManager):
-        async def _async_pre_start_kernel(self, **kw):
-            if self.provisioner is None:
-                self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
-                self.provisioner = provisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
-                                               parent=self)
-            return await super()._async_pre_start_kernel(**kw)
-
-    return ForkKernelManager
+    return AsyncKernelManager
 
 
