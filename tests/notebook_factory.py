@@ -1,7 +1,6 @@
 """Tiny notebooks for the pipeline tests: a parameters cell, a body, a claims cell."""
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import nbformat
@@ -11,9 +10,11 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 def write_test_notebook(root: Path, nb: str, markdown: str, parameters: str, body: str, checks: list[str]) -> Path:
     """Write ``<root>/book/<nb>.ipynb``; ``checks`` are argument strings
     ``'id', statement, measured, relation, threshold, why`` of assumption claims."""
-    calls = [re.sub(r"^('[^']+'), ", r"\1, 'test fixture', ", c) for c in checks]
-    claims = "\n".join(["from twolayer.claims import Ledger\nledger = Ledger()"]
-                       + [f"ledger.assumption({c})" for c in calls] + ["ledger.finish()"])
+    check = ("def check(id, statement, measured, relation, threshold, why):\n"
+             "    ledger.assumption(id=id, source='test fixture', statement=statement,\n"
+             "                      measured=measured, relation=relation, threshold=threshold, why=why)")
+    claims = "\n".join(["from twolayer.claims import Ledger\nledger = Ledger()", check]
+                       + [f"check({c})" for c in checks] + ["ledger.finish()"])
     cells = [new_markdown_cell(markdown), new_code_cell(parameters), new_code_cell(body), new_code_cell(claims)]
     cells[1].metadata["tags"] = ["parameters"]
     cells[3].metadata["tags"] = ["nbval-check-output"]

@@ -57,18 +57,25 @@ def test_claims_ledger_summary(tmp_path):
     out.mkdir(parents=True)
     base = dict(source="Thm 4.2", relation="<=", threshold=2.0, why="w", diagnosis="", note="")
     claims = [dict(base, id="lyu2021.a.b", kind="prediction", statement="a | b", measured=1.0,
-                   rival=dict(name="linear model", measured=7.5e-9), verdict="holds"),
+                   seeds=5, spread=[0.5, 1.0], horizon="t = 1e300",
+                   rival=dict(name="linear model", measured=7.5e-9, spread=[7.5e-9, 9e-9],
+                              horizon="early phase"), verdict="holds"),
+              dict(base, id="lyu2021.a.f", kind="finding", statement="f", measured=1.0, seeds=5,
+                   spread=[0.9, 1.0], horizon="t = 1e300", verdict="holds",
+                   rival=dict(name="large init", measured=3.0, spread=[3.0, 4.0], horizon="t = 1e300")),
               dict(base, id="lyu2021.a.c", kind="identity", statement="c", measured=3.0, rival=None,
                    verdict="fails"),
               dict(base, id="lyu2021.a.d", kind="prediction", statement="d", measured=3.0e12, verdict="does not reproduce",
                    rival=dict(name="r", measured=4.0), diagnosis="ran longer: same")]
     (out / "nb.claims.json").write_text(json.dumps({"notebook": "lyu2021/nb", "claims": claims}))
     text = pipeline.claims_markdown(paths)
-    assert "**3 claims: 1 hold, 1 do not reproduce, 0 assumption(s) not met, 1 fail.**" in text
-    assert "| lyu2021 | 3 | 2 | 1 | 0 | 1 | 1 | 0 | 1 |" in text, text
+    assert "**4 claims: 2 hold, 1 do not reproduce, 0 assumption(s) not met, 1 fail.**" in text
+    assert "| lyu2021 | 4 | 2 | 1 | 1 | 0 | 2 | 1 | 0 | 1 |" in text, text
     assert "| prediction | 2 | 1 | 1 | 0 | 0 |" in text and "| identity | 1 | 0 | 0 | 0 | 1 |" in text
+    assert "| finding | 1 | 1 | 0 | 0 | 0 |" in text
     assert "a \\| b" in text and "✓ holds" in text and "✗ **fails**" in text
-    assert "linear model: 7.5e-9" in text and "3e+12" in text and "⚠ does not reproduce: ran longer: same" in text
+    assert "linear model: 7.5e-9 [7.5e-9, 9e-9] (at early phase)" in text and "| 5 | 1 [0.5, 1] |" in text
+    assert "3e+12" in text and "⚠ does not reproduce: ran longer: same" in text
 
 
 

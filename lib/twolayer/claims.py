@@ -1,28 +1,31 @@
-"""The claims ledger: every theorem turned into numbers that could fail.
+"""The claims ledger: every theorem turned into numbers that could fail, over seeds.
 
 A notebook writes ``ledger = Ledger()`` (the page id comes from the pipeline
-through ``$TWOLAYER_PAGE``) and records its claims, each of one of three kinds
-(``../shared/DESIGN.md``, "Claims"):
+through ``$TWOLAYER_PAGE``) and records its claims, each of one of four kinds
+(``DESIGN.md``, "Claims"); every argument is a keyword:
 
-* :meth:`Ledger.prediction` — a theorem's or figure's quantitative prediction,
-  ``measured <relation> threshold``. It must carry a **rival**: the same
-  quantity measured on the strongest alternative the theorem rules out (the
-  early-phase direction, a large initialisation, the plain linear SVM...).
-  The rival must *fail* the same relation and threshold; if it passes, the
-  claim cannot discriminate and :class:`CannotDiscriminate` is raised at once.
-  A prediction that fails and carries a ``diagnosis`` gets the verdict
-  ``"does not reproduce"`` (it does not fail the notebook; the diagnosis names
-  what was run to separate the candidate causes).
-* :meth:`Ledger.identity` — an exact statement (definition, conservation law,
-  algebra) checked to a floating-point tolerance whose reason is stated.
-* :meth:`Ledger.assumption` — whether the data or setting meets a theorem's
-  hypothesis. When it is not met and the page says so (``note``), that is
-  information, not a failure.
+* :meth:`Ledger.prediction` — what a paper states, at a setting and horizon the
+  paper shows: ``measured <relation> threshold``. ``measured`` is the per-seed
+  values (≥ :data:`MIN_SEEDS` independent seeds) and the verdict is decided on
+  the **worst** seed; a single value is accepted only with
+  ``deterministic="<reason>"``. It carries a :class:`Rival` — the same quantity,
+  at the same horizon (or explicitly the initial / early-phase state), on the
+  strongest alternative the theorem rules out — whose whole spread must fail the
+  relation by a margin (:func:`margin`); otherwise :class:`CannotDiscriminate`.
+  A failing prediction with a ``diagnosis`` and the ids of the claims on the same
+  page that measured the separated ``causes`` is "does not reproduce".
+* :meth:`Ledger.finding` — the book's own result beyond the paper; same rules, no
+  "does not reproduce".
+* :meth:`Ledger.probability` — a statement "with probability ≥ p": the measured
+  frequency of successes, judged with a one-sided 95 % binomial margin.
+* :meth:`Ledger.identity` — an exact statement, tolerance ≤ 1e-6 of its scale.
+* :meth:`Ledger.assumption` — a hypothesis on the data or setting. When it is not
+  met and the page says so (``note``), that is information, not a failure.
 
-:meth:`Ledger.finish` writes strict JSON beside the executed notebook (path
-from ``$TWOLAYER_CLAIMS_OUT``), prints the locked plain-text table (values
-rounded to each claim's ``digits`` significant digits, compared by nbval), and
-raises :class:`ClaimFailed` if any claim fails.
+:meth:`Ledger.finish` writes strict JSON beside the executed notebook (path from
+``$TWOLAYER_CLAIMS_OUT``), prints the locked plain-text table — each value at the
+precision its seed spread supports (:func:`portable`), so that another CPU's
+floating point does not change it — and raises :class:`ClaimFailed` on failure.
 """
 from __future__ import annotations
 
@@ -32,16 +35,21 @@ import operator
 import os
 import re
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 CLAIMS_ENV = "TWOLAYER_CLAIMS_OUT"
 PAGE_ENV = "TWOLAYER_PAGE"
 CHAPTERS = ("phuong2021", "sarussi2021", "min2024", "lyu2021", "synthesis")
-KINDS = ("prediction", "identity", "assumption")
+KINDS = ("prediction", "finding", "identity", "assumption")
 VERDICTS = ("holds", "fails", "does not reproduce")
 RELATIONS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt,
              "==": operator.eq}
+MIN_SEEDS = 5
+IDENTITY_TOLERANCE = 1e-6  # relative to the quantity's scale
+RIVAL_MARGIN = 1e-2  # fraction of max(|threshold|, |worst value|) a rival must fail by
+EARLY_HORIZONS = ("init", "early")
 _PART = r"[a-z0-9_]+"
 ID_PATTERN = re.compile(rf"(?P<chapter>{_PART})\.(?P<result>{_PART})\.(?P<item>{_PART})")
 
@@ -51,20 +59,88 @@ class ClaimFailed(AssertionError):
 
 
 class CannotDiscriminate(ValueError):
-    """A prediction's rival passes the same test: the claim cannot fail."""
+    """A rival that does not fail the same test by a margin: the claim cannot fail."""
+
+
+# -- values over seeds ----------------------------------------------------------------
+def _number(value, name: str) -> float:
+    if isinstance(value, bool):
+        return float(value)
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a number, got {value!r}") from exc
+    if not math.isfinite(v):
+        raise ValueError(f"{name} is {v}: the measurement failed (claims JSON is strict, finite)")
+    return v
+
+
+def _values(value, name: str) -> tuple[float, ...]:
+    """A number or a sequence of per-seed numbers (NumPy/torch accepted), as floats."""
+    if hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)):
+        if not value:
+            raise ValueError(f"{name} is empty")
+        return tuple(_number(v, f"{name}[{i}]") for i, v in enumerate(value))
+    return (_number(value, name),)
+
+
+def _seeds_ok(values: tuple[float, ...], deterministic: str, name: str) -> None:
+    """≥ MIN_SEEDS values, or one value with a stated reason."""
+    if len(values) == 1:
+        if not deterministic.strip():
+            raise ValueError(f"{name} has one value: measure >= {MIN_SEEDS} seeds, or say why one "
+                             f"run is the quantity (deterministic='<reason>')")
+    elif len(values) < MIN_SEEDS:
+        raise ValueError(f"{name} has {len(values)} seeds: at least {MIN_SEEDS} are needed")
+
+
+def worst(values: Sequence[float], relation: str) -> float:
+    """The value a verdict is decided on: the largest for ``<``/``<=``, the
+    smallest for ``>``/``>=`` (for ``==`` all must agree: the first that does not)."""
+    if relation in ("<", "<="):
+        return max(values)
+    if relation in (">", ">="):
+        return min(values)
+    return values[0]
+
+
+def best(values: Sequence[float], relation: str) -> float:
+    """The value closest to passing (a rival is judged on it)."""
+    return min(values) if relation in ("<", "<=") else max(values)
+
+
+def width(values: Sequence[float]) -> float:
+    return max(values) - min(values)
+
+
+def margin(claim_values: Sequence[float], rival_values: Sequence[float], threshold: float,
+           relation: str) -> float:
+    """How far a rival must fail by: more than either seed spread and than
+    :data:`RIVAL_MARGIN` of the scale max(|threshold|, |claim's worst value|)."""
+    scale = max(abs(threshold), abs(worst(claim_values, relation)))
+    return max(width(claim_values), width(rival_values), RIVAL_MARGIN * scale)
 
 
 @dataclass(frozen=True)
 class Rival:
-    """The same quantity measured on the alternative the theorem rules out."""
+    """The same quantity on the alternative the theorem rules out.
+
+    ``measured`` is its per-seed values (or one value with ``deterministic``);
+    ``horizon`` defaults to the claim's; another horizon must start with "init"
+    or "early" (the initial or early-phase state named as such).
+    """
 
     name: str
-    measured: float
+    measured: object
+    horizon: str | None = None
+    deterministic: str = ""
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One checkable statement: ``measured <relation> threshold``."""
+    """One checkable statement: ``measured <relation> threshold`` (``measured`` the worst seed)."""
 
     id: str
     source: str
@@ -74,10 +150,15 @@ class Claim:
     relation: str
     threshold: float
     why: str
-    rival: Rival | None = None
+    seeds: int = 1
+    spread: tuple[float, float] | None = None
+    horizon: str = ""
+    rival: dict | None = None
     diagnosis: str = ""
+    causes: tuple[str, ...] = ()
     note: str = ""
     digits: int = 2
+    values: tuple[float, ...] = field(default=(), repr=False)
 
     @property
     def holds(self) -> bool:
@@ -99,8 +180,12 @@ class Claim:
 
     def as_dict(self) -> dict:
         d = asdict(self)
+        d.pop("values")
+        d["spread"] = list(self.spread) if self.spread else None
+        d["causes"] = list(self.causes)
         d["verdict"] = self.verdict
-        d["rival"] = asdict(self.rival) if self.rival else None
+        if self.diagnosis and self.causes:
+            d["diagnosis"] = f"{self.diagnosis} (causes measured: {', '.join(self.causes)})"
         return d
 
 
@@ -115,16 +200,7 @@ def check_id(claim_id: str, page: str | None = None) -> str:
     return claim_id
 
 
-def _number(value, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a number, got {value!r}") from exc
-    if not math.isfinite(v):
-        raise ValueError(f"{name} is {v}: the measurement failed (claims JSON is strict, finite)")
-    return v
-
-
+# -- the locked table's numbers ---------------------------------------------------------
 def significant(x: float, digits: int) -> str:
     """``x`` to ``digits`` significant digits, with an exponent where needed."""
     if x == 0:
@@ -140,12 +216,65 @@ def significant(x: float, digits: int) -> str:
     return f"{mantissa}e{int(exponent):+d}"
 
 
+def portable(values: Sequence[float], digits: int) -> str:
+    """The value of ``values`` to the precision its seed spread supports.
+
+    The most digits (≤ ``digits``) at which every value of the interval
+    ``[min − w, max + w]`` (``w`` the spread's width: room for another CPU's or
+    another seed's value) rounds to the same text; "~" marks fewer digits than
+    asked; if not even one digit is shared, the order of magnitude ``~1e-5``; if
+    the sign is not shared either, ``±`` and the larger magnitude's order.
+    One value (a deterministic quantity) is shown to ``digits``.
+    """
+    lo, hi = min(values), max(values)
+    if lo == hi:
+        return significant(lo, digits)
+    d = shared_digits(values, digits)
+    if d:
+        return significant(lo, d) + ("" if d == digits else "~")
+    w = hi - lo
+    ends = (lo - w, hi + w)
+    order = math.floor(math.log10(max(abs(e) for e in ends)))
+    if ends[0] > 0 or ends[1] < 0:
+        return f"{'-' if ends[1] < 0 else ''}~1e{order:+d}"
+    return f"±1e{order:+d}"
+
+
+def shared_digits(values: Sequence[float], digits: int) -> int:
+    """The most significant digits (≤ ``digits``, 0 if none) to which every value of
+    ``[min − w, max + w]`` rounds alike (``w`` the spread's width). Rounding is
+    monotone, so checking both ends of the interval is enough."""
+    lo, hi = min(values), max(values)
+    w = hi - lo
+    for d in range(digits, 0, -1):
+        if significant(lo - w, d) == significant(hi + w, d):
+            return d
+    return 0
+
+
+def identity_text(error: float, scale: float) -> str:
+    """An identity's error: 'round-off' below 1e-12 of its scale (machine-dependent
+    digits), otherwise one significant digit, so drift is visible."""
+    return "round-off" if error <= 1e-12 * scale else significant(error, 1)
+
+
 def _default_page() -> str:
     page = os.environ.get(PAGE_ENV)
     if page:
         return page
     # Run outside the pipeline (nbval, a notebook front end): cwd is the chapter folder.
     return f"{Path.cwd().name}/(unnamed)"
+
+
+def _clopper_pearson_floor(n: int, bound: float, level: float = 0.05) -> int:
+    """The smallest number of successes in ``n`` trials not significantly below
+    ``bound`` (one-sided binomial test at ``level``)."""
+    from scipy.stats import binom
+
+    k = 0
+    while k < n and binom.cdf(k, n, bound) < level:
+        k += 1
+    return k
 
 
 class Ledger:
@@ -158,43 +287,151 @@ class Ledger:
                              f"got {page!r}")
         self.notebook = page
         self.claims: list[Claim] = []
+        self._scales: dict[str, float] = {}
 
-    # -- the three kinds --------------------------------------------------------------
-    def prediction(self, id: str, source: str, statement: str, measured, relation: str, threshold,
-                   why: str, rival: tuple[str, float], diagnosis: str = "", digits: int = 2) -> Claim:
-        """A theorem's prediction; ``rival=(name, value)`` must fail the same test.
+    # -- the kinds ------------------------------------------------------------------------
+    def prediction(self, *, id: str, source: str, statement: str, measured, relation: str,
+                   threshold, why: str, horizon: str, rival: Rival, deterministic: str = "",
+                   diagnosis: str = "", causes: Sequence[str] = (), digits: int = 2) -> Claim:
+        """What the paper states, at a setting and horizon the paper shows.
 
-        ``why`` says where the threshold comes from (fixed from the theory before
-        the run). ``diagnosis`` is only for a paper claim found not to reproduce:
-        it names the runs that separated the candidate causes.
+        ``measured`` per seed (≥ 5) or one value with ``deterministic``; ``rival``
+        a :class:`Rival` that fails by a margin; ``why`` says where the threshold
+        comes from (fixed before the run). ``diagnosis`` + ``causes`` (ids of
+        claims on this page that measured the separated causes) only for a
+        paper statement that does not reproduce.
         """
-        if rival is None or len(rival) != 2 or not str(rival[0]).strip():
-            raise ValueError(f"prediction {id!r} needs rival=(name, measured value)")
-        riv = Rival(str(rival[0]), _number(rival[1], f"rival of {id!r}"))
-        claim = self._add(id, source, "prediction", statement, measured, relation, threshold, why,
-                          rival=riv, diagnosis=diagnosis, digits=digits)
-        if RELATIONS[relation](riv.measured, claim.threshold):
-            self.claims.pop()
-            raise CannotDiscriminate(
-                f"claim {id!r} cannot discriminate: its rival {riv.name!r} measures "
-                f"{significant(riv.measured, 4)}, which also satisfies {relation} "
-                f"{significant(claim.threshold, 4)}")
+        if diagnosis and not list(causes):
+            raise ValueError(f"claim {id!r}: a diagnosis must name the ids of the claims on this page "
+                             f"that measured the separated causes (causes=[...]); free text alone is "
+                             f"not a diagnosis")
+        if list(causes) and not diagnosis.strip():
+            raise ValueError(f"claim {id!r}: causes given without a diagnosis")
+        return self._compared(id, source, "prediction", statement, measured, relation, threshold,
+                              why, horizon, rival, deterministic, digits,
+                              diagnosis=str(diagnosis), causes=tuple(causes))
+
+    def finding(self, *, id: str, source: str, statement: str, measured, relation: str,
+                threshold, why: str, horizon: str, rival: Rival, deterministic: str = "",
+                digits: int = 2) -> Claim:
+        """The book's own result beyond the paper (a limit it does not show, a horizon
+        past its figures, a statistic it does not use); rules as :meth:`prediction`."""
+        return self._compared(id, source, "finding", statement, measured, relation, threshold,
+                              why, horizon, rival, deterministic, digits)
+
+    def probability(self, *, id: str, source: str, statement: str, successes, bound: float,
+                    why: str, horizon: str, kind: str = "prediction", rival: Rival | None = None,
+                    digits: int = 3) -> Claim:
+        """"With probability ≥ ``bound``": the frequency of ``successes`` (one bool
+        per independent seed) holds unless it is below ``bound`` by more than the
+        one-sided 95 % binomial margin; the threshold stored is that critical
+        frequency, ``spread`` the 95 % Clopper–Pearson interval."""
+        from scipy.stats import binomtest
+
+        if kind not in ("prediction", "finding"):
+            raise ValueError(f"claim {id!r}: a probability is a prediction or a finding, not {kind!r}")
+        flags = [bool(s) for s in (successes.tolist() if hasattr(successes, "tolist") else successes)]
+        if len(flags) < 20:
+            raise ValueError(f"claim {id!r}: a probability needs >= 20 trials, got {len(flags)}")
+        bound = _number(bound, f"bound of {id!r}")
+        if not 0 < bound < 1:
+            raise ValueError(f"claim {id!r}: bound must be in (0, 1), got {bound}")
+        n, k = len(flags), sum(flags)
+        critical = _clopper_pearson_floor(n, bound) / n
+        ci = binomtest(k, n).proportion_ci(0.95)
+        why = (f"{why} — bound {significant(bound, 4)} less the one-sided 95% binomial margin "
+               f"at n = {n}")
+        claim = self._add(id, source, kind, statement, (k / n,), ">=", critical, why,
+                          str(horizon), digits, seeds=n, spread=(ci.low, ci.high))
+        if rival is not None:
+            try:
+                self._check_rival(claim, (k / n,), rival, deterministic_claim=True)
+            except (CannotDiscriminate, ValueError):
+                self.claims.pop()
+                raise
+        return self.claims[-1]
+
+    def identity(self, *, id: str, source: str, statement: str, error, tolerance, why: str,
+                 scale: float = 1.0) -> Claim:
+        """An exact statement: ``error <= tolerance`` with tolerance ≤ 1e-6 × ``scale``
+        (the quantity's size); ``why`` gives the tolerance's floating-point reason."""
+        scale = _number(scale, f"scale of {id!r}")
+        tol = _number(tolerance, f"threshold of {id!r}")
+        if scale <= 0:
+            raise ValueError(f"identity {id!r}: scale must be > 0, got {scale}")
+        if tol > IDENTITY_TOLERANCE * scale:
+            raise ValueError(f"identity {id!r}: tolerance {significant(tol, 2)} is above "
+                             f"{IDENTITY_TOLERANCE:g} of its scale {significant(scale, 2)}: a bound, a "
+                             f"discretisation error or a drift is a prediction or finding with a rival")
+        err = _number(error, f"measured of {id!r}")
+        if err < 0:
+            raise ValueError(f"identity {id!r}: error must be an absolute value, got {err}")
+        claim = self._add(id, source, "identity", statement, (err,), "<=", tol, why,
+                          "exact", 1)
+        self._scales[id] = scale
         return claim
 
-    def identity(self, id: str, source: str, statement: str, error, tolerance, why: str,
-                 digits: int = 1) -> Claim:
-        """An exact statement: ``error <= tolerance``; ``why`` gives the tolerance's reason."""
-        return self._add(id, source, "identity", statement, error, "<=", tolerance, why,
-                         digits=digits)
+    def assumption(self, *, id: str, source: str, statement: str, measured, relation: str,
+                   threshold, why: str, note: str = "", digits: int = 2) -> Claim:
+        """A theorem's hypothesis checked on the data or setting (never a training
+        outcome). If it is not met, ``note`` (what the page says) keeps the
+        notebook from failing."""
+        values = _values(measured, f"measured of {id!r}")
+        return self._add(id, source, "assumption", statement, values, relation, threshold, why,
+                         "hypothesis", digits, note=str(note))
 
-    def assumption(self, id: str, source: str, statement: str, measured, relation: str, threshold,
-                   why: str, note: str = "", digits: int = 2) -> Claim:
-        """A theorem's hypothesis checked on the data. If it is not met, ``note``
-        (what the page says about it) keeps the notebook from failing."""
-        return self._add(id, source, "assumption", statement, measured, relation, threshold, why,
-                         note=note, digits=digits)
+    # -- checks ---------------------------------------------------------------------------
+    def _compared(self, id, source, kind, statement, measured, relation, threshold, why, horizon,
+                  rival, deterministic, digits, **extra) -> Claim:
+        if not isinstance(rival, Rival):
+            raise ValueError(f"{kind} {id!r} needs rival=Rival(name, per-seed values, horizon=...)")
+        if not str(horizon or "").strip():
+            raise ValueError(f"{kind} {id!r}: horizon must be stated (where the quantity is measured)")
+        values = _values(measured, f"measured of {id!r}")
+        _seeds_ok(values, deterministic, f"measured of {id!r}")
+        if deterministic and len(values) == 1:
+            why = f"{why} — one run: {deterministic}"
+        claim = self._add(id, source, kind, statement, values, relation, threshold, why,
+                          str(horizon), digits, **extra)
+        try:
+            self._check_rival(claim, values, rival, deterministic_claim=len(values) == 1)
+        except (CannotDiscriminate, ValueError):
+            self.claims.pop()
+            raise
+        return self.claims[-1]
 
-    def _add(self, id, source, kind, statement, measured, relation, threshold, why, **extra) -> Claim:
+    def _check_rival(self, claim: Claim, values, rival: Rival, deterministic_claim: bool) -> None:
+        name = str(rival.name).strip()
+        if not name:
+            raise ValueError(f"claim {claim.id!r}: the rival needs a name")
+        rv = _values(rival.measured, f"rival of {claim.id!r}")
+        constant = len(rv) == 1 and not deterministic_claim or (len(rv) > 1 and width(rv) == 0)
+        if constant and not rival.deterministic.strip():
+            raise CannotDiscriminate(
+                f"claim {claim.id!r}: the rival {name!r} is a constant ({significant(rv[0], 4)} on "
+                f"every seed): measure it per seed, or say why it is one number (deterministic=)")
+        if len(rv) > 1:
+            _seeds_ok(rv, rival.deterministic, f"rival of {claim.id!r}")
+        horizon = claim.horizon if rival.horizon is None else str(rival.horizon)
+        if horizon != claim.horizon and not horizon.strip().lower().startswith(EARLY_HORIZONS):
+            raise CannotDiscriminate(
+                f"claim {claim.id!r}: the rival {name!r} is measured at {horizon!r}, not at the "
+                f"claim's horizon {claim.horizon!r} (nor the initial / early-phase state)")
+        passes = RELATIONS[claim.relation]
+        nearest = best(rv, claim.relation)
+        need = margin(values, rv, claim.threshold, claim.relation)
+        if passes(nearest, claim.threshold) or abs(nearest - claim.threshold) <= need:
+            raise CannotDiscriminate(
+                f"claim {claim.id!r} cannot discriminate: its rival {name!r} measures "
+                f"{significant(nearest, 4)} against {claim.relation} {significant(claim.threshold, 4)} "
+                f"— it must fail by more than {significant(need, 2)} (the seed spreads, 1% of scale)")
+        self.claims[-1] = Claim(**{**_fields(claim), "rival": {
+            "name": name, "measured": nearest,
+            "spread": [min(rv), max(rv)] if len(rv) > 1 else None, "horizon": horizon,
+            "values": list(rv)}})
+
+    def _add(self, id, source, kind, statement, values, relation, threshold, why, horizon,
+             digits, **extra) -> Claim:
         check_id(id, self.notebook)
         if relation not in RELATIONS:
             raise ValueError(f"claim {id!r}: relation must be one of {sorted(RELATIONS)}, got {relation!r}")
@@ -203,28 +440,43 @@ class Ledger:
         for name, text in (("source", source), ("statement", statement), ("why", why)):
             if not str(text).strip():
                 raise ValueError(f"claim {id!r}: {name} must be stated")
-        digits = extra.pop("digits")
         if not (isinstance(digits, int) and 1 <= digits <= 6):
             raise ValueError(f"claim {id!r}: digits must be an integer in 1..6, got {digits!r}")
-        claim = Claim(id, str(source), kind, str(statement), _number(measured, f"measured of {id!r}"),
-                      relation, _number(threshold, f"threshold of {id!r}"), str(why), digits=digits,
-                      **extra)
+        thr = _number(threshold, f"threshold of {id!r}")
+        if relation == "==" and not all(float(v).is_integer() for v in (*values, thr)):
+            raise ValueError(f"claim {id!r}: '==' compares integers only; a float is compared with a "
+                             f"tolerance (an identity) or a one-sided relation")
+        spread = extra.pop("spread", (min(values), max(values)) if len(values) > 1 else None)
+        claim = Claim(id, str(source), kind, str(statement), worst(values, relation), relation, thr,
+                      str(why), seeds=extra.pop("seeds", len(values)), spread=spread,
+                      horizon=str(horizon), digits=digits, values=tuple(values), **extra)
         self.claims.append(claim)
         return claim
 
-    # -- output -----------------------------------------------------------------------
+    # -- output -------------------------------------------------------------------------
     def records(self) -> list[dict]:
-        return [c.as_dict() for c in self.claims]
+        out = []
+        for c in self.claims:
+            d = c.as_dict()
+            if d["rival"]:
+                d["rival"] = {k: v for k, v in d["rival"].items() if k != "values"}
+            out.append(d)
+        return out
+
+    def _shown(self, c: Claim) -> str:
+        if c.kind == "identity":
+            return identity_text(c.measured, self._scales.get(c.id, 1.0))
+        if c.spread and c.seeds > len(c.values):  # a frequency: its value, 2 digits
+            return significant(c.measured, c.digits)
+        return portable(c.values or (c.measured,), c.digits)
 
     def text_table(self) -> str:
-        """The locked table nbval compares: id, kind, verdict, rounded values."""
-        rows = [("id", "kind", "verdict", "measured", "test", "rival")]
+        """The locked table nbval compares: id, kind, verdict, seeds, values at the
+        precision their seed spread supports."""
+        rows = [("id", "kind", "verdict", "seeds", "measured", "test", "rival")]
         for c in self.claims:
-            riv = significant(c.rival.measured, c.digits) if c.rival else "-"
-            # an identity that holds is locked as "within": its error is round-off,
-            # which differs between machines and would make the table flaky
-            shown = "within" if c.kind == "identity" and c.holds else significant(c.measured, c.digits)
-            rows.append((c.id, c.kind, c.verdict, shown,
+            riv = portable(c.rival["values"], c.digits) if c.rival else "-"
+            rows.append((c.id, c.kind, c.verdict, str(c.seeds), self._shown(c),
                          f"{c.relation} {significant(c.threshold, 3)}", riv))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows)
@@ -244,10 +496,19 @@ class Ledger:
         os.replace(tmp, target)
         return target
 
+    def _check_causes(self) -> None:
+        ids = {c.id for c in self.claims}
+        for c in self.claims:
+            missing = [x for x in c.causes if x not in ids or x == c.id]
+            if missing:
+                raise ValueError(f"claim {c.id!r}: its diagnosis names {', '.join(missing)}, which are "
+                                 f"not other claims of {self.notebook}")
+
     def finish(self, display: bool = True) -> None:
         """Save, print the locked table, and raise :class:`ClaimFailed` on any failure."""
         if not self.claims:
             raise ValueError(f"{self.notebook}: no claims recorded")
+        self._check_causes()
         self.save()
         if display:
             print(self.text_table())
@@ -256,6 +517,10 @@ class Ledger:
             lines = "; ".join(f"{c.id}: measured {significant(c.measured, 4)} not {c.relation} "
                               f"{significant(c.threshold, 4)}" for c in failed)
             raise ClaimFailed(f"{len(failed)} claim(s) of {self.notebook} fail: {lines}")
+
+
+def _fields(claim: Claim) -> dict:
+    return {f: getattr(claim, f) for f in claim.__dataclass_fields__}
 
 
 def load_all(root: str | os.PathLike) -> list[dict]:

@@ -10,8 +10,9 @@ from .record import _cell
 
 
 def claims_markdown(paths: Paths) -> str:
-    """The ledger: counts per chapter and per kind, then each page's claims in a
-    table (id, paper item, kind, statement, measured, test, rival, verdict)."""
+    """The ledger: counts per chapter and per kind (the papers' predictions apart
+    from the book's findings), then each page's claims in a table (id, paper item,
+    kind, statement, seeds, worst value and spread, test, horizon, rival, verdict)."""
     rows = claims_mod.load_all(paths.executed)
     return "\n".join(_ledger_summary(rows) + _ledger_tables(rows))
 
@@ -57,16 +58,32 @@ def _ledger_tables(rows: list[dict]) -> list[str]:
         by_nb.setdefault(r["notebook"], []).append(r)
     for nb, rs in by_nb.items():
         out += ["", f"## {{doc}}`{nb} <{nb}>`", "",
-                "| claim | paper | kind | statement | measured | test | rival | verdict |",
-                "|---|---|---|---|---|---|---|---|"]
+                "| claim | paper | kind | statement | seeds | measured (worst) [spread] | test | "
+                "horizon | rival [spread] | verdict |",
+                "|---|---|---|---|---|---|---|---|---|---|"]
         for r in rs:
             sig = claims_mod.significant
-            rival = r.get("rival")
-            riv = f"{_cell(rival['name'])}: {sig(rival['measured'], 3)}" if rival else "—"
             out.append(f"| `{r['id']}` | {_cell(r['source'])} | {r['kind']} | {_cell(r['statement'])} | "
-                       f"{sig(r['measured'], 3)} | {r['relation']} {sig(r['threshold'], 3)} | {riv} | "
-                       f"{_verdict_badge(r)} |")
+                       f"{r.get('seeds', 1)} | {sig(r['measured'], 3)}{_spread(r.get('spread'))} | "
+                       f"{r['relation']} {sig(r['threshold'], 3)} | {_cell(r.get('horizon') or '—')} | "
+                       f"{_rival_cell(r.get('rival'), r.get('horizon'))} | {_verdict_badge(r)} |")
     return out
+
+
+def _spread(spread) -> str:
+    if not spread:
+        return ""
+    lo, hi = (claims_mod.significant(v, 3) for v in spread)
+    return f" [{lo}, {hi}]"
+
+
+def _rival_cell(rival: dict | None, horizon: str | None) -> str:
+    if not rival:
+        return "—"
+    at = rival.get("horizon")
+    where = f" (at {_cell(at)})" if at and at != horizon else ""
+    return (f"{_cell(rival['name'])}: {claims_mod.significant(rival['measured'], 3)}"
+            f"{_spread(rival.get('spread'))}{where}")
 
 
 def _verdict_badge(row: dict) -> str:
