@@ -1,0 +1,321 @@
+"""Regime maps: where each theorem's limit prediction stops holding (book/synthesis).
+
+Each theorem's limit is measured at the end of one gradient flow
+(:func:`twolayer.flows.gradient_flow`, ``t = 1e300``) over a grid of **init
+scale** × **width** × **seeds** (each seed draws the data and the init). The
+grids are too costly for the book's build, so they are computed here, once::
+
+    python -m twolayer.regimes            # every grid, 1 worker
+    python -m twolayer.regimes --workers 2 --only lyu
+
+and stored as Parquet under ``data/sweeps/synthesis_<name>.parquet``, one row per
+(scale, width, seed) with the commit and the code key (:func:`code_key`) they
+were computed at; the synthesis pages read them with :func:`load` (which says
+whether the stored grid is stale) and locate the critical scale with
+:func:`critical_scale`.
+
+Settings (one per theorem, each within its paper's hypotheses where possible):
+
+* ``phuong_min`` — antipodal Gaussians (:func:`twolayer.synthesis.synthesis_data`:
+  orthogonally separable, ``μ > 0``), ReLU, balanced init: Phuong & Lampert
+  Thm 1's gap ``max_live 1 − cos(w_j, w±)``; Min et al. Thm 1 (i)'s aligned
+  fraction at paper time ``log n/√μ`` and the stable rank's max over
+  ``t ∈ [1e100, 1e300]`` (the limsup, Thm 1); the all-same-sign event.
+* ``lyu`` — symmetric data (two Gaussians, then ``x ↦ −x`` with the opposite
+  label, Assumption 4.1), leaky ReLU α = 1/2, Gaussian init ``N(0, σ²)``:
+  Lyu et al. Thm 4.3's relative sup gap to ``(1+α)/4 ⟨w*, x⟩``.
+* ``sarussi`` — antipodal Gaussians (Lemma 6.1), fixed ±1 second layer,
+  leaky α = 0.2, ``k = width/2`` neurons of each sign: Sarussi et al.
+  Thm 6.1's clustering ratio ``R/‖w̄ − ū‖`` and the NAR/PAR membership.
+* ``lyu_probability`` — width ``m`` = 2…6, small init, ≥ 100 seeds on one
+  dataset: whether Thm 4.3's limit is reached, and whether the init's output
+  weights all had one sign (the event of probability ``2^{−(m−1)}``).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[2]
+SWEEP_DIR = ROOT / "data" / "sweeps"
+T_MAX = 1e300
+SCALES = tuple(float(s) for s in np.geomspace(1e-4, 3.0, 12))
+WIDTHS = (4, 20, 100)
+SEEDS = tuple(range(10))
+PROBABILITY_WIDTHS = (2, 3, 4, 5, 6)
+PROBABILITY_SEEDS = tuple(range(120))
+PROBABILITY_SCALE = 1e-4
+# thresholds of the limits, the same as the limits page's (fixed from theory before the runs)
+THRESHOLDS = dict(phuong=1e-3, lyu=0.05, sarussi=1e-3, min_aligned=1.0, stable_rank=2.0)
+_CODE = ("regimes.py", "synthesis.py", "data.py", "models.py", "metrics.py", "flows/integrator.py",
+         "theory/phuong2021.py", "theory/min2024.py", "theory/lyu2021.py", "theory/sarussi2021.py",
+         "theory/margins.py")
+LATE_TIMES = (1e100, 1e150, 1e200, 1e250, 1e300)
+
+
+def code_key() -> str:
+    """Hash of the library sources that compute a grid point (first 12 hex digits)."""
+    lib = Path(__file__).resolve().parent
+    h = hashlib.sha256()
+    for rel in _CODE:
+        h.update(rel.encode())
+        h.update((lib / rel).read_bytes())
+    return h.hexdigest()[:12]
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):  # pragma: no cover
+        return "unknown"
+
+
+# ---------------------------------------------------------------- the settings
+
+def lyu_data(seed: int, n: int = 20, d: int = 5):
+    """Lyu et al.'s symmetric setting (the limits page's): two Gaussians
+    (mean ±1, std 0.7), symmetrically augmented (Assumption 4.1), scaled to
+    ``‖x‖ ≤ 1``; with 200 random evaluation points appended for the sup norm."""
+    from .data import symmetric_augment, two_gaussians
+
+    sym = symmetric_augment(two_gaussians(n, d, mean=1.0, std=0.7, seed=seed))
+    sym = sym.with_data(sym.X / np.linalg.norm(sym.X, axis=1).max(), sym.y,
+                        name=sym.name + " scaled to norm <= 1", note="scaled to max norm 1")
+    rng = np.random.default_rng(seed)
+    X_eval = np.vstack([sym.X, rng.standard_normal((200, d)) / np.sqrt(d)])
+    return sym, X_eval
+
+
+def sarussi_data(seed: int):
+    """Sarussi et al.'s antipodal Gaussians (Lemma 6.1), the limits page's: 60 points in R^10."""
+    from .data import antipodal_gaussians
+
+    return antipodal_gaussians(60, 10, mean=1.0, std=0.5, seed=seed)
+
+
+def phuong_min_point(init_scale: float, width: int, seed: int, t_max: float = T_MAX,
+                     data=None) -> dict:
+    """Phuong Thm 1 and Min Thm 1 on the synthesis data (ReLU, balanced init)."""
+    from . import metrics
+    from .flows import gradient_flow
+    from .models import TwoLayerNet
+    from .synthesis import max_margin_pair, synthesis_data
+    from .theory import min2024, phuong2021
+
+    data = synthesis_data(seed=seed) if data is None else data
+    X, y = data.X, data.y
+    w_plus, w_minus = max_margin_pair(data)
+    t1 = float(min2024.book_time(min2024.t1_order(X, y), "mean", data.n))
+    net = TwoLayerNet(data.d, width, init="balanced", scale=init_scale, seed=seed)
+    W0, a0 = net.weights()
+    late = [t for t in LATE_TIMES if t <= t_max]
+    run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, snapshot_times=[0.0, t1, *late],
+                        max_steps=400_000)
+    W, a = run.final["W"], run.final["a"]
+    live = ~metrics.dead_neurons(W, X)
+    cos = phuong2021.cosines_to_max_margin(W, a, w_plus, w_minus)
+    signs = np.sign(a0)
+    codes = min2024.cone_membership(run.snapshots[1]["W"], X, y)
+    own = np.where(signs > 0, min2024.S_PLUS, min2024.S_MINUS)
+    late_ranks = [metrics.stable_rank(s["W"]) for s in run.snapshots[2:]]
+    act0 = (W0 @ X.T) > 0
+    j_plus = (a0 > 0) & (act0 & (y > 0)[None, :]).any(axis=1)
+    j_minus = (a0 < 0) & (act0 & (y < 0)[None, :]).any(axis=1)
+    return dict(phuong=float((1 - cos[live]).max()) if live.any() else np.nan,
+                min_aligned=float(((codes == own) | (codes == min2024.S_DEAD)).mean()),
+                stable_rank=float(max(late_ranks)), stable_rank_init=float(metrics.stable_rank(W0)),
+                rank3=float(metrics.rank_ratio(W, 2)), same_sign=bool(abs(signs.sum()) == width),
+                sign_flip=bool((np.sign(a) != signs).any()), live=int(live.sum()),
+                j0_event=bool(not (j_plus | j_minus).any()),
+                both_groups=bool(j_plus.any() and j_minus.any()),
+                steps=int(run.config["steps"]), wall=float(run.wall_time))
+
+
+def lyu_point(init_scale: float, width: int, seed: int, t_max: float = T_MAX, alpha: float = 0.5,
+              data_seed: int | None = None) -> dict:
+    """Lyu Thm 4.3 on symmetric data (leaky α, Gaussian init of scale σ = ``init_scale``).
+    ``data_seed`` None: the data are drawn with ``seed`` too."""
+    from .flows import gradient_flow
+    from .models import TwoLayerNet
+    from .theory import lyu2021
+
+    data, X_eval = lyu_data(seed if data_seed is None else data_seed)
+    w_star = lyu2021.max_margin_separator(data.X, data.y)
+    target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
+    net = TwoLayerNet(data.d, width, alpha=alpha, init="gaussian", scale=init_scale, seed=seed)
+    W0, a0 = net.weights()
+    run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, n_snapshots=3, max_steps=400_000)
+    W, a = run.final["W"], run.final["a"]
+    margin = lyu2021.normalized_margin(W, a, data.X, data.y, alpha)
+    best = lyu2021.global_max_margin_symmetric(data.X, data.y, alpha)
+    mu_bar = lyu2021.mu(data.X, data.y)
+    b = W0 @ (mu_bar / np.linalg.norm(mu_bar)) + a0  # sign of Lemma 5.2's b̄_k (positive factor dropped)
+    return dict(lyu=lyu2021.limit_error(W, a, X_eval, target, alpha), margin_ratio=float(margin / best),
+                same_sign=bool(abs(np.sign(a0).sum()) == width),
+                same_sign_b=bool(abs(np.sign(b).sum()) == width),
+                same_sign_end=bool(abs(np.sign(a).sum()) == width),
+                steps=int(run.config["steps"]), wall=float(run.wall_time))
+
+
+def sarussi_point(init_scale: float, width: int, seed: int, t_max: float = T_MAX,
+                  alpha: float = 0.2) -> dict:
+    """Sarussi Thm 6.1 (fixed ±1 second layer, ``k = width // 2`` of each sign)."""
+    from .flows import gradient_flow
+    from .models import TwoLayerNet
+    from .theory import sarussi2021
+
+    data = sarussi_data(seed)
+    k = max(width // 2, 1)
+    net = TwoLayerNet.fixed_second_layer(data.d, k, alpha=alpha, scale=init_scale, seed=seed)
+    run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, n_snapshots=3, max_steps=400_000)
+    Wp, Wn = sarussi2021.split_neurons(run.final["W"], k)
+    ratio = sarussi2021.clustering_ratio(Wp, Wn)
+    return dict(sarussi=ratio, c_log=float(ratio * np.log10(t_max)),
+                nar=sarussi2021.nar_membership(Wp, Wn, data.X).fraction,
+                par=sarussi2021.par_membership(Wp, Wn, data.X, data.y).fraction,
+                steps=int(run.config["steps"]), wall=float(run.wall_time))
+
+
+def lyu_probability_point(width: int, seed: int, init_scale: float = PROBABILITY_SCALE,
+                          t_max: float = T_MAX) -> dict:
+    """One draw of the init for Lyu Thm 4.3's probability clause: data fixed (draw 0)."""
+    return lyu_point(init_scale, width, seed, t_max=t_max, data_seed=0)
+
+
+def phuong_probability_point(width: int, seed: int, init_scale: float = PROBABILITY_SCALE,
+                             t_max: float = T_MAX) -> dict:
+    """One draw of the init for Phuong Thm 1's ``1 − 2^{−p}`` (``p`` = width): data fixed
+    (draw 0). ``j0_event``: no neuron starts with ``a_j > 0`` active on a positive point or
+    ``a_j < 0`` active on a negative one — the event of the proof's bound (every neuron in J0)."""
+    from .synthesis import synthesis_data
+
+    data = synthesis_data(seed=0)
+    out = phuong_min_point(init_scale, width, seed, t_max=t_max, data=data)
+    return out
+
+
+POINTS = dict(phuong_min=phuong_min_point, lyu=lyu_point, sarussi=sarussi_point,
+              lyu_probability=lyu_probability_point, phuong_probability=phuong_probability_point)
+
+
+def _grid(name: str) -> list[dict]:
+    if name in ("lyu_probability", "phuong_probability"):
+        return [dict(width=m, seed=s) for m in PROBABILITY_WIDTHS for s in PROBABILITY_SEEDS]
+    return [dict(init_scale=sc, width=w, seed=s) for sc in SCALES for w in WIDTHS for s in SEEDS]
+
+
+def _timed(name: str, point: dict) -> dict:
+    t0 = time.perf_counter()
+    try:
+        out = POINTS[name](**point)
+        err = ""
+    except Exception as exc:  # a failed point is recorded, the grid goes on
+        out, err = {}, f"{type(exc).__name__}: {exc}".splitlines()[0]
+    return dict(point, **out, error=err, seconds=time.perf_counter() - t0)
+
+
+def compute(name: str, workers: int = 1, points: list[dict] | None = None):
+    """The grid ``name`` as a DataFrame (one row per point), with ``commit`` and ``code_key``."""
+    import pandas as pd
+
+    from .sweeps import run_sweep
+
+    if name not in POINTS:
+        raise ValueError(f"name must be one of {sorted(POINTS)}, got {name!r}")
+    points = _grid(name) if points is None else points
+    rows = run_sweep(_timed, [dict(name=name, point=p) for p in points], max_workers=workers)
+    frame = pd.DataFrame(rows)
+    frame["commit"], frame["code_key"] = _commit(), code_key()
+    return frame
+
+
+def path(name: str) -> Path:
+    return SWEEP_DIR / f"synthesis_{name}.parquet"
+
+
+def store(frame, name: str) -> Path:
+    """Write atomically (temp file, then rename)."""
+    SWEEP_DIR.mkdir(parents=True, exist_ok=True)
+    out = path(name)
+    tmp = out.with_suffix(".tmp")
+    frame.to_parquet(tmp, index=False)
+    tmp.replace(out)
+    return out
+
+
+def load(name: str):
+    """The stored grid and whether it is stale (its code key is not the library's now)."""
+    import pandas as pd
+
+    frame = pd.read_parquet(path(name))
+    stale = bool((frame["code_key"] != code_key()).any())
+    return frame, stale
+
+
+def pass_rates(frame, gap: str, threshold: float, relation: str = "<="):
+    """Pass rate over seeds per (init_scale, width) and the median gap: a tidy frame."""
+    ok = frame[gap] <= threshold if relation == "<=" else frame[gap] >= threshold
+    out = frame.assign(passed=ok & frame[gap].notna())
+    return (out.groupby(["init_scale", "width"])
+            .agg(pass_rate=("passed", "mean"), median=(gap, "median"), worst=(gap, "max"),
+                 best=(gap, "min"), seeds=("seed", "nunique"))
+            .reset_index())
+
+
+def critical_scale(frame, gap: str, threshold: float, relation: str = "<=") -> dict:
+    """Where the pass rate (over all widths and seeds at one scale) crosses ½.
+
+    Returns ``lo`` (the largest scale at which the pass rate is ≥ ½ with every
+    smaller scale ≥ ½ too), ``hi`` (the next grid scale, where it is < ½; NaN if
+    none), their pass rates, and the geometric midpoint ``critical`` of the bracket.
+    """
+    ok = frame[gap] <= threshold if relation == "<=" else frame[gap] >= threshold
+    rate = (frame.assign(passed=ok & frame[gap].notna()).groupby("init_scale")["passed"].mean()
+            .sort_index())
+    scales = rate.index.to_numpy(float)
+    below = np.flatnonzero(rate.to_numpy() < 0.5)
+    if below.size == 0:
+        return dict(lo=scales[-1], hi=np.nan, rate_lo=float(rate.iloc[-1]), rate_hi=np.nan,
+                    critical=np.nan)
+    first = int(below[0])
+    if first == 0:
+        return dict(lo=np.nan, hi=scales[0], rate_lo=np.nan, rate_hi=float(rate.iloc[0]),
+                    critical=np.nan)
+    lo, hi = scales[first - 1], scales[first]
+    return dict(lo=float(lo), hi=float(hi), rate_lo=float(rate.iloc[first - 1]),
+                rate_hi=float(rate.iloc[first]), critical=float(np.sqrt(lo * hi)))
+
+
+def per_seed(frame, scale: float, gap: str, worst: str = "max") -> np.ndarray:
+    """At one grid scale: each seed's worst gap over the widths (one value per seed)."""
+    sub = frame[np.isclose(frame["init_scale"], scale)]
+    g = sub.groupby("seed")[gap]
+    return (g.max() if worst == "max" else g.min()).to_numpy(float)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m twolayer.regimes", description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--only", nargs="*", default=sorted(POINTS))
+    args = parser.parse_args(argv)
+    from . import configure_threads
+
+    configure_threads()
+    for name in args.only:
+        t0 = time.perf_counter()
+        frame = compute(name, workers=args.workers)
+        out = store(frame, name)
+        bad = int((frame["error"] != "").sum())
+        print(f"{name}: {len(frame)} points, {bad} failed, {time.perf_counter() - t0:.0f} s -> {out}",
+              flush=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main(sys.argv[1:])
