@@ -190,6 +190,135 @@ class _BlockLosses:
         self.start = end
 
 
+def _run(total: int, marks: set[int], step: Callable[[int], None],
+         checkpoint: Callable[[int, bool], None], snapshot: Callable[[int], None],
+         progress: bool = False, desc: str = "gd") -> float:
+    """The loop every trainer shares; returns its wall time.
+
+    ``step(k)`` takes update ``k`` (``0 … total − 1``); ``checkpoint(k, marked)``
+    runs after update ``k − 1`` every :data:`PARAMETER_CHECK_EVERY` updates, at
+    the end and before each snapshot (losses of the block closed, parameters
+    checked finite; ``marked``: a snapshot or the end follows); ``snapshot(k)``
+    records the state after ``k`` updates, at each of ``marks``.
+    """
+    start = time.perf_counter()
+    if 0 in marks:
+        snapshot(0)
+    for k in tqdm(range(total), disable=not progress, desc=desc, unit="step", mininterval=1.0):
+        step(k)
+        done = k + 1
+        marked = done in marks or done == total
+        if marked or done % PARAMETER_CHECK_EVERY == 0:
+            checkpoint(done, marked)
+        if done in marks:
+            snapshot(done)
+    return time.perf_counter() - start
+
+
+def _marks(total: int, snapshot_steps: Iterable[int] | None, n_snapshots: int) -> set[int]:
+    """The update counts at which a run is snapshot (default :func:`snapshot_schedule`)."""
+    marks = (snapshot_schedule(total, n_snapshots) if snapshot_steps is None
+             else np.unique(np.clip(np.asarray(list(snapshot_steps), dtype=int), 0, total)))
+    return set(int(k) for k in marks)
+
+
+def _length(optimizer: str, n: int, steps, epochs, batch_size) -> tuple[int, int, int]:
+    """``(batch, updates per epoch, total updates)`` of a run, validated."""
+    if optimizer == "gd":
+        if steps is None or steps < 0:
+            raise ValueError(f"steps must be a non-negative integer for GD, got {steps!r}")
+        return n, 1, int(steps)
+    if epochs is None or epochs < 0:
+        raise ValueError(f"epochs must be a non-negative integer for {optimizer}, got {epochs!r}")
+    if batch_size is None or not 1 <= batch_size <= n:
+        raise ValueError(f"batch_size must be in [1, {n}] for {optimizer}, got {batch_size!r}")
+    per_epoch = -(-n // int(batch_size))
+    return int(batch_size), per_epoch, int(epochs) * per_epoch
+
+
+class _Batches:
+    """Mini-batch ``k``'s indices: each epoch a fresh permutation from ``seed``
+    (sampling without replacement, as in Sarussi et al. Thm 4.1)."""
+
+    def __init__(self, n: int, batch: int, per_epoch: int, seed: int):
+        self.n, self.batch, self.per_epoch = n, batch, per_epoch
+        self.gen = torch.Generator().manual_seed(int(seed))
+        self.order = torch.arange(n)
+
+    def __call__(self, k: int) -> torch.Tensor:
+        j = k % self.per_epoch
+        if j == 0:
+            self.order = torch.randperm(self.n, generator=self.gen)
+        return self.order[j * self.batch:(j + 1) * self.batch]
+
+
+class _LiveTwoLayer:
+    """A :class:`TwoLayerNet`'s first layer restricted to the live input columns
+    (:func:`_live_columns`): the steps update ``W`` (a copy of those columns, or
+    the model's own), :meth:`sync` writes it back into the model."""
+
+    def __init__(self, model: TwoLayerNet, X: torch.Tensor):
+        self.model, self.live = model, _live_columns(X)
+        self.X = X if self.live is None else X[:, self.live].contiguous()
+        self.Xt = self.X.T.contiguous()
+        self.W = None if self.live is None else model.W.detach()[:, self.live].clone()
+
+    def sync(self) -> None:
+        if self.W is not None:
+            with torch.no_grad():
+                self.model.W[:, self.live] = self.W
+
+    def checked(self) -> list[tuple[str, torch.Tensor]]:
+        """What the steps update in place, by parameter name."""
+        return [(name, self.W if name == "W" and self.W is not None else p)
+                for name, p in self.model.named_parameters()]
+
+
+def _gd_path(live: _LiveTwoLayer, y, lr, reduction, block: _BlockLosses) -> Callable[[int], None]:
+    """Full-batch GD of a TwoLayerNet, written out; losses kept a block at a time."""
+    step = _gd_stepper(live.model, live.X, y, lr, reduction, live.W, live.Xt)
+    return lambda k: step(block.row(k))
+
+
+def _sgd_path(live: _LiveTwoLayer, y, lr, reduction, batches: _Batches,
+              step_loss: np.ndarray) -> Callable[[int], None]:
+    """Mini-batch SGD of a TwoLayerNet, each step written out."""
+    def step(k: int) -> None:
+        idx = batches(k)
+        step_loss[k] = _two_layer_gd_step(live.model, live.X[idx], y[idx], lr, reduction, live.W)
+        _check_finite(step_loss[k], k, lr, "sgd")
+    return step
+
+
+def _autograd_path(model: nn.Module, X, y, optimizer: str, lr, reduction, batches: _Batches | None,
+                   step_loss: np.ndarray, betas) -> Callable[[int], None]:
+    """Any model through autograd: Adam is torch's; plain (S)GD is ``p ← p − η∇p``
+    written out (torch.optim.SGD without momentum does exactly this, but its first
+    construction imports ~2 s of torch._dynamo)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.Adam(params, lr=lr, betas=betas) if optimizer == "adam" else None
+
+    def step(k: int) -> None:
+        if batches is None:
+            xb, yb = X, y
+        else:
+            idx = batches(k)
+            xb, yb = X[idx], y[idx]
+        for p in params:
+            p.grad = None
+        loss = logistic_loss(yb * model(xb), reduction)
+        loss.backward()
+        step_loss[k] = loss.item()
+        _check_finite(step_loss[k], k, lr, optimizer)
+        if opt is not None:
+            opt.step()
+        else:
+            with torch.no_grad():
+                for p in params:
+                    p.add_(p.grad, alpha=-lr)
+    return step
+
+
 @remembered(moves_model=True)
 def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
           steps: int | None = None, epochs: int | None = None, batch_size: int | None = None,
@@ -197,6 +326,12 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
           n_snapshots: int = 60, callbacks: Mapping[str, Callable[[nn.Module], Any]] | None = None,
           seed: int = 0, progress: bool = False, betas: tuple[float, float] = (0.9, 0.999)) -> Trajectory:
     """Train ``model`` on ``data`` with the logistic loss and record a Trajectory.
+
+    Three step paths share one loop (:func:`_run`): full-batch GD and mini-batch
+    SGD of a :class:`TwoLayerNet` take the written-out step (no autograd: the
+    same update to rounding, 2-10x faster on the book's small networks,
+    :func:`_gd_path`, :func:`_sgd_path`); Adam and other models go through
+    autograd (:func:`_autograd_path`).
 
     Parameters
     ----------
@@ -226,53 +361,39 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
         raise ValueError(f"data must be a twolayer.data.Dataset, got {type(data).__name__}")
     lr = positive(lr, "lr")
     n = data.n
-    if optimizer == "gd":
-        if steps is None or steps < 0:
-            raise ValueError(f"steps must be a non-negative integer for GD, got {steps!r}")
-        batch, per_epoch, total = n, 1, int(steps)
-    else:
-        if epochs is None or epochs < 0:
-            raise ValueError(f"epochs must be a non-negative integer for {optimizer}, got {epochs!r}")
-        if batch_size is None or not 1 <= batch_size <= n:
-            raise ValueError(f"batch_size must be in [1, {n}] for {optimizer}, got {batch_size!r}")
-        batch = int(batch_size)
-        per_epoch = -(-n // batch)
-        total = int(epochs) * per_epoch
-    marks = (snapshot_schedule(total, n_snapshots) if snapshot_steps is None
-             else np.unique(np.clip(np.asarray(list(snapshot_steps), dtype=int), 0, total)))
-    marks = set(int(s) for s in marks)
-
+    batch, per_epoch, total = _length(optimizer, n, steps, epochs, batch_size)
+    marks = _marks(total, snapshot_steps, n_snapshots)
     dtype = next(model.parameters()).dtype
     X = torch.tensor(data.X, dtype=dtype)
     y = torch.tensor(data.y, dtype=dtype)
-    gen = torch.Generator().manual_seed(int(seed))
-    # GD and SGD of a two-layer net take the written-out step (no autograd):
-    # the same update to rounding, 2-10x faster on the book's small networks
-    fast = optimizer in ("gd", "sgd") and type(model) is TwoLayerNet
-    params = [p for p in model.parameters() if p.requires_grad]
-    # Adam is torch's; plain (S)GD is the update p ← p − η∇p, written out: torch.optim.SGD
-    # without momentum does exactly this, but its first construction imports ~2 s of torch._dynamo
-    opt = torch.optim.Adam(params, lr=lr, betas=betas) if optimizer == "adam" else None
-    live = _live_columns(X) if fast else None
-    X_live = X if live is None else X[:, live].contiguous()
-    Xt_live = X_live.T.contiguous() if fast else None
-    W_live = model.W.detach()[:, live].clone() if live is not None else None
-    gd_step = _gd_stepper(model, X_live, y, lr, reduction, W_live, Xt_live) if fast and optimizer == "gd" else None
-    checked = [(name, W_live if name == "W" and W_live is not None else p)
-               for name, p in model.named_parameters()]  # what the steps update in place
-
-    def sync() -> None:  # the live columns' copy back into the model
-        if W_live is not None:
-            with torch.no_grad():
-                model.W[:, live] = W_live
+    batches = None if optimizer == "gd" else _Batches(n, batch, per_epoch, seed)
+    step_loss = np.empty(total)
+    block = None
+    if optimizer in ("gd", "sgd") and type(model) is TwoLayerNet:
+        live = _LiveTwoLayer(model, X)
+        checked, sync = live.checked(), live.sync
+        if optimizer == "gd":
+            block = _BlockLosses(total, (n,), dtype, reduction, lr, optimizer)
+            step = _gd_path(live, y, lr, reduction, block)
+        else:
+            step = _sgd_path(live, y, lr, reduction, batches, step_loss)
+    else:
+        checked, sync = list(model.named_parameters()), lambda: None
+        step = _autograd_path(model, X, y, optimizer, lr, reduction, batches, step_loss, betas)
 
     callbacks = dict(callbacks or {})
-
     traj = Trajectory(np.empty(0, int), np.empty(0), [], np.empty(0),
                       records={k: [] for k in callbacks},
                       config=dict(optimizer=optimizer, lr=lr, steps=total, batch_size=batch,
                                   reduction=reduction, seed=seed, n=n))
     steps_taken, times, losses = [], [], []
+
+    def checkpoint(k: int, marked: bool) -> None:
+        if block is not None:
+            block.close(k)
+        _check_parameters(checked, k, lr, optimizer)
+        if marked:
+            sync()
 
     def snapshot(k: int) -> None:
         with torch.no_grad():
@@ -283,51 +404,10 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
         steps_taken.append(k)
         times.append(k * lr if optimizer != "adam" else float(k))
         losses.append(full)
+        if k:
+            _check_finite(full, k, lr, optimizer)
 
-    step_loss = np.empty(total)
-    block = (_BlockLosses(total, (n,), dtype, reduction, lr, optimizer)
-             if gd_step is not None else None)
-    order = torch.arange(n)
-    start = time.perf_counter()
-    if 0 in marks:
-        snapshot(0)
-    for k in tqdm(range(total), disable=not progress, desc=optimizer, unit="step", mininterval=1.0):
-        if optimizer == "gd":
-            xb, yb = X_live if fast else X, y
-        else:
-            j = k % per_epoch
-            if j == 0:
-                order = torch.randperm(n, generator=gen)
-            idx = order[j * batch:(j + 1) * batch]
-            xb, yb = (X_live if fast else X)[idx], y[idx]
-        if block is not None:
-            gd_step(block.row(k))
-        elif fast:
-            step_loss[k] = _two_layer_gd_step(model, xb, yb, lr, reduction, W_live)
-            _check_finite(step_loss[k], k, lr, optimizer)
-        else:
-            for p in params:
-                p.grad = None
-            loss = logistic_loss(yb * model(xb), reduction)
-            loss.backward()
-            step_loss[k] = loss.item()
-            _check_finite(step_loss[k], k, lr, optimizer)
-            if opt is not None:
-                opt.step()
-            else:
-                with torch.no_grad():
-                    for p in params:
-                        p.add_(p.grad, alpha=-lr)
-        if k + 1 in marks or (k + 1) % PARAMETER_CHECK_EVERY == 0 or k + 1 == total:
-            if block is not None:
-                block.close(k + 1)
-            _check_parameters(checked, k + 1, lr, optimizer)
-        if k + 1 in marks or k + 1 == total:
-            sync()
-        if k + 1 in marks:
-            snapshot(k + 1)
-            _check_finite(losses[-1], k + 1, lr, optimizer)
-    traj.wall_time = time.perf_counter() - start
+    traj.wall_time = _run(total, marks, step, checkpoint, snapshot, progress, optimizer)
     traj.steps, traj.times, traj.loss = np.array(steps_taken), np.array(times), np.array(losses)
     traj.step_loss = step_loss if block is None else block.values
     return traj
@@ -375,20 +455,15 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
         raise ValueError(f"steps must be a non-negative integer for GD, got {steps!r}")
     lr, total, B, m = positive(lr, "lr"), int(steps), len(models), models[0].width
     big = _stack(models)
-    marks = (snapshot_schedule(total, n_snapshots) if snapshot_steps is None
-             else np.unique(np.clip(np.asarray(list(snapshot_steps), dtype=int), 0, total)))
-    marks = set(int(k) for k in marks)
+    marks = _marks(total, snapshot_steps, n_snapshots)
     X = torch.tensor(data.X, dtype=big.W.dtype)
     y = torch.tensor(data.y, dtype=big.W.dtype)
-    live = _live_columns(X)
-    X_live = X if live is None else X[:, live].contiguous()
-    Xt = X_live.T.contiguous()
-    W = big.W.detach() if live is None else big.W.detach()[:, live].clone()
+    live = _LiveTwoLayer(big, X)
+    W = big.W.detach() if live.W is None else live.W
 
     def sync() -> None:  # the stacked rows back into each model
+        live.sync()
         with torch.no_grad():
-            if live is not None:
-                big.W[:, live] = W
             for b, net in enumerate(models):
                 net.W.copy_(big.W[b * m:(b + 1) * m])
                 net.a.copy_(big.a[b * m:(b + 1) * m])
@@ -400,7 +475,11 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
     taken, losses = [], []
     block = _BlockLosses(total, (B, data.n), big.W.dtype, reduction, lr, "gd")
     checked = [("W", W)] + ([("a", big.a)] if big.trains_second_layer else [])
-    step = _gd_stepper(big, X_live, y, lr, reduction, W, Xt, groups=B)
+    stepper = _gd_stepper(big, live.X, y, lr, reduction, W, live.Xt, groups=B)
+
+    def checkpoint(k: int, marked: bool) -> None:
+        block.close(k)
+        _check_parameters(checked, k, lr, "gd")
 
     def snapshot(k: int) -> None:
         sync()
@@ -410,18 +489,8 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
             traj.snapshots.append(_state(net))
         taken.append(k)
 
-    start = time.perf_counter()
-    if 0 in marks:
-        snapshot(0)
-    for k in range(total):
-        step(block.row(k))
-        if k + 1 in marks or (k + 1) % PARAMETER_CHECK_EVERY == 0 or k + 1 == total:
-            block.close(k + 1)
-            _check_parameters(checked, k + 1, lr, "gd")
-        if k + 1 in marks:
-            snapshot(k + 1)
+    wall = _run(total, marks, lambda k: stepper(block.row(k)), checkpoint, snapshot)
     sync()
-    wall = time.perf_counter() - start
     for b, traj in enumerate(trajs):
         traj.steps, traj.times = np.array(taken), np.array(taken) * lr
         traj.loss = np.array([row[b] for row in losses])
