@@ -2,7 +2,7 @@
 
 A notebook writes ``ledger = Ledger()`` (the page id comes from the pipeline
 through ``$TWOLAYER_PAGE``) and records its claims, each of one of four kinds
-(``DESIGN.md``, "Claims"); every argument is a keyword:
+(README "What the book does", STYLE.md "Claims"); every argument is a keyword:
 
 * :meth:`Ledger.prediction` — what a paper states, at a setting and horizon the
   paper shows: ``measured <relation> threshold``. ``measured`` is the per-seed
