@@ -278,10 +278,12 @@ def test_claims_ledger_page(visits, paths):
     held = sum(r["verdict"] == "holds" for r in rows)
     assert f"{len(rows)} claims" in visit.data["main_text"], "the ledger's summary line is missing"
     assert f"{held} hold" in visit.data["main_text"]
-    predictions = [r for r in rows if r["kind"] == "prediction"]
-    assert predictions and all(r["rival"] for r in predictions), "every prediction carries a rival"
+    compared = [r for r in rows if r["kind"] in ("prediction", "finding")]
+    # only a probability statement (judged on a frequency with a binomial margin) may lack one
+    unrivalled = [r["id"] for r in compared if not r["rival"] and "binomial margin" not in r["why"]]
+    assert compared and not unrivalled, f"predictions/findings without a rival: {unrivalled}"
     shown = visit.data["main_text"].replace("\u2019", "'").replace("\u2018", "'")
-    missing_rivals = [r["id"] for r in predictions if r["rival"]["name"] not in shown]
+    missing_rivals = [r["id"] for r in compared if r["rival"] and r["rival"]["name"] not in shown]
     assert not missing_rivals, f"rivals not shown on the ledger page: {missing_rivals}"
     ledger = [(text, n) for text, n in visit.data["tables"] if "verdict" in text and "rival" in text]
     assert ledger, "the claims tables are missing from the ledger page"
