@@ -20,9 +20,10 @@ Rooms (one idea each):
 - :mod:`validation` — argument checks;
 - :mod:`pipeline` — executing, caching and rendering the book (the ``twolayer``
   command), one job per module: ``pages``, ``imports`` (the import graph that
-  keys the cache), ``cache``, ``record``, ``runner``, ``kernels``, ``generated``, ``render``,
-  ``lock``, ``cli``.
+  keys the cache), ``cache``, ``record``, ``runner``, ``kernels``, ``generated``,
+  ``render``, ``lock``, ``cli``.
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Numbers quoted in the prose of a page come from the run, through myst-nb's glue."""
+
 from __future__ import annotations
 
 from typing import Any

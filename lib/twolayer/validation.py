@@ -1,4 +1,5 @@
 """Input checks shared by every public function: clear errors naming the argument."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,7 +19,9 @@ def as_matrix(X: Any, name: str = "X") -> np.ndarray:
     try:
         A = to_numpy(X).astype(np.float64)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{name} must be a numeric array, got {type(X).__name__}") from exc
+        raise ValueError(
+            f"{name} must be a numeric array, got {type(X).__name__}"
+        ) from exc
     if A.ndim != 2:
         raise ValueError(f"{name} must be 2-D of shape (n, d), got shape {A.shape}")
     if A.shape[0] == 0 or A.shape[1] == 0:
@@ -46,12 +49,15 @@ def as_labels(y: Any, n: int, name: str = "y") -> np.ndarray:
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D of length {n}, got shape {a.shape}")
     if a.shape[0] != n:
-        raise ValueError(f"{name} must have length {n} (one label per row of X), got {a.shape[0]}")
+        raise ValueError(
+            f"{name} must have length {n} (one label per row of X), got {a.shape[0]}"
+        )
     a = a.astype(np.float64)
     bad = ~np.isin(a, (-1.0, 1.0))
     if bad.any():
         raise ValueError(
-            f"{name} must contain only labels -1 and +1; found {np.unique(a[bad])[:5].tolist()}"
+            f"{name} must contain only labels -1 and +1; "
+            f"found {np.unique(a[bad])[:5].tolist()}"
         )
     return a
 
