@@ -1,6 +1,7 @@
 """Measurements shared by several papers: spectra, ranks, cosines, margins,
 neuron norms, directions and activation patterns. NumPy in, NumPy out
 (torch tensors accepted)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +24,7 @@ def rank_ratio(W, r: int = 2) -> float:
 def stable_rank(W) -> float:
     """``‖W‖_F² / ‖W‖_2²`` (Min et al. Thm 1: limsup ≤ 2)."""
     s = singular_values(W)
-    return float((s ** 2).sum() / s[0] ** 2) if s[0] > 0 else 0.0
+    return float((s**2).sum() / s[0] ** 2) if s[0] > 0 else 0.0
 
 
 def spectral_norm_sq(W) -> float:
@@ -81,12 +82,15 @@ def margins(f_values, y) -> np.ndarray:
 def normalized_margin(f_values, y, param_norm: float, *, homogeneity: int) -> float:
     """``γ(θ) = min_i y_i f_θ(x_i) / ‖θ‖^L`` for an L-homogeneous model: L = 2 for a
     two-layer net training both layers, 1 under a fixed second layer (Sarussi's
-    network). No default: pass the model's ``homogeneity`` (``TwoLayerNet.homogeneity``)."""
+    network). No default: pass the model's ``homogeneity``
+    (``TwoLayerNet.homogeneity``)."""
     if not (isinstance(homogeneity, int) and homogeneity >= 1):
-        raise ValueError(f"homogeneity must be a positive integer degree, got {homogeneity!r}")
+        raise ValueError(
+            f"homogeneity must be a positive integer degree, got {homogeneity!r}"
+        )
     if param_norm <= 0:
         raise ValueError(f"param_norm must be > 0, got {param_norm}")
-    return float(margins(f_values, y).min() / param_norm ** homogeneity)
+    return float(margins(f_values, y).min() / param_norm**homogeneity)
 
 
 def smoothed_margin(log_loss_sum, log_norm, *, homogeneity: int):
@@ -102,10 +106,14 @@ def smoothed_margin(log_loss_sum, log_norm, *, homogeneity: int):
     that direction.
     """
     if not (isinstance(homogeneity, int) and homogeneity >= 1):
-        raise ValueError(f"homogeneity must be a positive integer degree, got {homogeneity!r}")
+        raise ValueError(
+            f"homogeneity must be a positive integer degree, got {homogeneity!r}"
+        )
     ll = np.asarray(log_loss_sum, float)
     if np.any(ll >= np.log(np.log(2))):
-        raise ValueError("the smoothed margin needs a sum loss below log 2 (every point fitted)")
+        raise ValueError(
+            "the smoothed margin needs a sum loss below log 2 (every point fitted)"
+        )
     L = np.exp(ll)
     tiny = L < 1e-8
     top = np.where(tiny, -ll - L / 2, -np.log(np.expm1(np.where(tiny, 1.0, L))))

@@ -6,6 +6,7 @@
 * :class:`ResidualNet` — Phuong & Lampert §5.2.
 * :class:`ConvNet` — Phuong & Lampert App. D (six conv + two FC layers).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -66,10 +67,19 @@ class TwoLayerNet(nn.Module):
         Seed of the initialisation.
     """
 
-    def __init__(self, d: int, width: int, alpha: float = 0.0, init: str = "balanced",
-                 scale: float = 1.0, second_layer_scale: float = 1.0,
-                 fixed_signs: np.ndarray | None = None, signs: np.ndarray | None = None,
-                 seed: int | None = 0, dtype: torch.dtype = torch.float64) -> None:
+    def __init__(
+        self,
+        d: int,
+        width: int,
+        alpha: float = 0.0,
+        init: str = "balanced",
+        scale: float = 1.0,
+        second_layer_scale: float = 1.0,
+        fixed_signs: np.ndarray | None = None,
+        signs: np.ndarray | None = None,
+        seed: int | None = 0,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
         super().__init__()
         if int(d) != d or d < 1:
             raise ValueError(f"d must be a positive integer, got {d!r}")
@@ -80,36 +90,62 @@ class TwoLayerNet(nn.Module):
         if init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {init!r}")
         positive(scale, "scale")
-        self.d, self.width, self.alpha, self.init_name = int(d), int(width), float(alpha), init
+        self.d, self.width, self.alpha, self.init_name = (
+            int(d),
+            int(width),
+            float(alpha),
+            init,
+        )
         g = _generator(seed)
         W, a = self._initial(init, scale, second_layer_scale, signs, g, dtype)
         self.W = nn.Parameter(W)
         if fixed_signs is not None:
             s = torch.as_tensor(to_numpy(fixed_signs), dtype=dtype)
             if s.shape != (self.width,) or not torch.all(s.abs() == 1):
-                raise ValueError(f"fixed_signs must be a ±1 vector of length {self.width}")
+                raise ValueError(
+                    f"fixed_signs must be a ±1 vector of length {self.width}"
+                )
             self.register_buffer("a", s)
         else:
             self.a = nn.Parameter(a)
 
     @classmethod
-    def fixed_second_layer(cls, d: int, k: int, alpha: float, scale: float = 1.0,
-                           seed: int | None = 0, dtype: torch.dtype = torch.float64) -> "TwoLayerNet":
+    def fixed_second_layer(
+        cls,
+        d: int,
+        k: int,
+        alpha: float,
+        scale: float = 1.0,
+        seed: int | None = 0,
+        dtype: torch.dtype = torch.float64,
+    ) -> "TwoLayerNet":
         """Sarussi et al.'s network: ``k`` neurons with output weight +1 (the
         w's, rows ``0..k-1``) and ``k`` with −1 (the u's, rows ``k..2k-1``);
         only the first layer is trained; ``W_ij ~ N(0, scale²)``."""
         signs = np.concatenate([np.ones(k), -np.ones(k)])
-        return cls(d, 2 * k, alpha=alpha, init="gaussian", scale=scale, fixed_signs=signs,
-                   seed=seed, dtype=dtype)
+        return cls(
+            d,
+            2 * k,
+            alpha=alpha,
+            init="gaussian",
+            scale=scale,
+            fixed_signs=signs,
+            seed=seed,
+            dtype=dtype,
+        )
 
     @classmethod
-    def from_weights(cls, W, a, alpha: float = 0.0, dtype: torch.dtype = torch.float64) -> "TwoLayerNet":
+    def from_weights(
+        cls, W, a, alpha: float = 0.0, dtype: torch.dtype = torch.float64
+    ) -> "TwoLayerNet":
         """The network with first layer ``W`` (m, d) and second layer ``a`` (m,),
         both trained (e.g. an embedding of a narrower net, Lyu et al. §5)."""
         W = np.asarray(to_numpy(W), dtype=float)
         a = np.asarray(to_numpy(a), dtype=float)
         if W.ndim != 2 or a.shape != (W.shape[0],):
-            raise ValueError(f"W must be (m, d) and a (m,); got {W.shape} and {a.shape}")
+            raise ValueError(
+                f"W must be (m, d) and a (m,); got {W.shape} and {a.shape}"
+            )
         net = cls(W.shape[1], W.shape[0], alpha=alpha, dtype=dtype)
         with torch.no_grad():
             net.W.copy_(torch.as_tensor(W, dtype=dtype))
@@ -121,7 +157,9 @@ class TwoLayerNet(nn.Module):
         if init == "balanced":
             W = torch.randn(m, d, generator=g, dtype=dtype) * scale / math.sqrt(d)
             if signs is None:
-                s = torch.where(torch.rand(m, generator=g, dtype=dtype) < 0.5, 1.0, -1.0).to(dtype)
+                s = torch.where(
+                    torch.rand(m, generator=g, dtype=dtype) < 0.5, 1.0, -1.0
+                ).to(dtype)
             else:
                 s = torch.as_tensor(to_numpy(signs), dtype=dtype)
                 if s.shape != (m,) or not torch.all(s.abs() == 1):
@@ -158,12 +196,17 @@ class TwoLayerNet(nn.Module):
 
     def weights(self) -> tuple[np.ndarray, np.ndarray]:
         """``(W, a)`` as NumPy copies."""
-        return self.W.detach().cpu().numpy().copy(), self.a.detach().cpu().numpy().copy()
+        return (
+            self.W.detach().cpu().numpy().copy(),
+            self.a.detach().cpu().numpy().copy(),
+        )
 
     def predict(self, X) -> np.ndarray:
         """``f(x)`` for the rows of ``X`` (NumPy in, NumPy out)."""
         with torch.no_grad():
-            x = torch.tensor(to_numpy(X), dtype=self.W.dtype)  # a copy: X may be read-only (Dataset)
+            x = torch.tensor(
+                to_numpy(X), dtype=self.W.dtype
+            )  # a copy: X may be read-only (Dataset)
             return self(x).cpu().numpy()
 
 
@@ -184,7 +227,9 @@ def leaky_relu(z, alpha: float = 0.0) -> np.ndarray:
     return np.where(z > 0, z, alpha * z)
 
 
-def two_layer_output(W: np.ndarray, a: np.ndarray, X: np.ndarray, alpha: float = 0.0) -> np.ndarray:
+def two_layer_output(
+    W: np.ndarray, a: np.ndarray, X: np.ndarray, alpha: float = 0.0
+) -> np.ndarray:
     """NumPy ``f(x) = Σ_j a_j φ(w_j·x)`` for snapshots stored in a Trajectory."""
     return leaky_relu(np.asarray(X) @ np.asarray(W).T, alpha) @ np.asarray(a)
 
@@ -194,15 +239,26 @@ class ResidualNet(nn.Module):
     for ``l = 2..L-1``; ``f = W_L ρ(f_{L-1})``. PyTorch default init × ``scale``,
     no biases."""
 
-    def __init__(self, d: int, width: int = 100, depth: int = 4, scale: float = 1.0,
-                 seed: int | None = 0, dtype: torch.dtype = torch.float64) -> None:
+    def __init__(
+        self,
+        d: int,
+        width: int = 100,
+        depth: int = 4,
+        scale: float = 1.0,
+        seed: int | None = 0,
+        dtype: torch.dtype = torch.float64,
+    ) -> None:
         super().__init__()
         if depth < 3:
-            raise ValueError(f"depth must be >= 3 (input, residual, output layers), got {depth}")
+            raise ValueError(
+                f"depth must be >= 3 (input, residual, output layers), got {depth}"
+            )
         positive(scale, "scale")
         dims = [(d, width)] + [(width, width)] * (depth - 2) + [(width, 1)]
         with _seeded(seed):
-            self.layers = nn.ModuleList(nn.Linear(i, o, bias=False, dtype=dtype) for i, o in dims)
+            self.layers = nn.ModuleList(
+                nn.Linear(i, o, bias=False, dtype=dtype) for i, o in dims
+            )
         with torch.no_grad():
             for layer in self.layers:
                 layer.weight.mul_(scale)
@@ -231,16 +287,24 @@ class ConvNet(nn.Module):
     separates their effect on the 7th-layer representation).
     """
 
-    def __init__(self, channels: tuple[int, int] = (16, 32), fc_width: int = 128,
-                 fc_scale: float = 0.05, seed: int | None = 0, dtype: torch.dtype = torch.float32,
-                 fc_bias: bool = True) -> None:
+    def __init__(
+        self,
+        channels: tuple[int, int] = (16, 32),
+        fc_width: int = 128,
+        fc_scale: float = 0.05,
+        seed: int | None = 0,
+        dtype: torch.dtype = torch.float32,
+        fc_bias: bool = True,
+    ) -> None:
         super().__init__()
         positive(fc_scale, "fc_scale")
         c1, c2 = channels
         chans = [1, c1, c1, c2, c2, 64, 64]
         with _seeded(seed):
-            self.convs = nn.ModuleList(nn.Conv2d(chans[i], chans[i + 1], 3, padding=1, dtype=dtype)
-                                       for i in range(6))
+            self.convs = nn.ModuleList(
+                nn.Conv2d(chans[i], chans[i + 1], 3, padding=1, dtype=dtype)
+                for i in range(6)
+            )
             self.fc7 = nn.Linear(64 * 7 * 7, fc_width, bias=fc_bias, dtype=dtype)
             self.fc8 = nn.Linear(fc_width, 1, bias=fc_bias, dtype=dtype)
         with torch.no_grad():

@@ -1,4 +1,5 @@
 """The book's one visual style and the figure helpers shared by chapters."""
+
 from __future__ import annotations
 
 import re
@@ -23,19 +24,33 @@ MIN_FONT = 10
 
 def set_style() -> None:
     """Seaborn whitegrid, colour-blind palette, fonts readable at the page's width."""
-    sns.set_theme(style="whitegrid", palette="colorblind", context="notebook",
-                  rc={"figure.dpi": 100, "savefig.dpi": 100, "figure.figsize": (PAGE_WIDTH, 4.2),
-                      "font.size": MIN_FONT + 1, "axes.titlesize": MIN_FONT + 1,
-                      "axes.labelsize": MIN_FONT + 1, "legend.fontsize": MIN_FONT,
-                      "xtick.labelsize": MIN_FONT, "ytick.labelsize": MIN_FONT,
-                      "legend.title_fontsize": MIN_FONT})
+    sns.set_theme(
+        style="whitegrid",
+        palette="colorblind",
+        context="notebook",
+        rc={
+            "figure.dpi": 100,
+            "savefig.dpi": 100,
+            "figure.figsize": (PAGE_WIDTH, 4.2),
+            "font.size": MIN_FONT + 1,
+            "axes.titlesize": MIN_FONT + 1,
+            "axes.labelsize": MIN_FONT + 1,
+            "legend.fontsize": MIN_FONT,
+            "xtick.labelsize": MIN_FONT,
+            "ytick.labelsize": MIN_FONT,
+            "legend.title_fontsize": MIN_FONT,
+        },
+    )
 
 
 def panels(rows: int = 1, cols: int = 1, height: float = 3.4, **kwargs):
     """``plt.subplots`` at the page's width: ``cols`` panels side by side (at
     most 2 keep labels readable), each ``height`` inches tall."""
     if cols > 2:
-        raise ValueError(f"cols={cols}: at most 2 panels side by side stay readable; stack them (rows)")
+        raise ValueError(
+            f"cols={cols}: at most 2 panels side by side stay readable; "
+            "stack them (rows)"
+        )
     kwargs.setdefault("layout", "constrained")
     fig, axes = plt.subplots(rows, cols, figsize=(PAGE_WIDTH, height * rows), **kwargs)
     return fig, axes
@@ -81,9 +96,18 @@ def fit_titles(fig) -> None:
         ax.set_title(wrap_title(title, max(chars, 12)))
 
 
-def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fill: str = "sign",
-                      cmap: str = "RdBu_r", colorbar: bool = False,
-                      zero_color: str | None = None) -> np.ndarray:
+def decision_boundary(
+    ax,
+    f,
+    X=None,
+    y=None,
+    lim: float = 1.0,
+    n: int = 200,
+    fill: str = "sign",
+    cmap: str = "RdBu_r",
+    colorbar: bool = False,
+    zero_color: str | None = None,
+) -> np.ndarray:
     """Draw a 2-D classifier ``f`` (a map from an (m, 2) array to m outputs) on
     ``[-lim, lim]²``: shaded by sign (``fill="sign"``) or by value (``"value"``),
     the zero set as a black line, and the data ``X`` (markers by label ``y``).
@@ -94,10 +118,18 @@ def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fil
         raise ValueError(f"fill must be 'sign' or 'value', got {fill!r}")
     GX, GY, F = _on_grid(f, lim, n)
     if fill == "sign" and zero_color is not None:
-        ax.contourf(GX, GY, np.sign(F), levels=[-1.5, -0.5, 0.5, 1.5],
-                    colors=[NEG, zero_color, POS], alpha=0.15)
+        ax.contourf(
+            GX,
+            GY,
+            np.sign(F),
+            levels=[-1.5, -0.5, 0.5, 1.5],
+            colors=[NEG, zero_color, POS],
+            alpha=0.15,
+        )
     elif fill == "sign":
-        ax.contourf(GX, GY, np.sign(F), levels=[-2, 0, 2], colors=[NEG, POS], alpha=0.15)
+        ax.contourf(
+            GX, GY, np.sign(F), levels=[-2, 0, 2], colors=[NEG, POS], alpha=0.15
+        )
     else:
         im = ax.contourf(GX, GY, F, levels=21, cmap=cmap)
         if colorbar:
@@ -106,9 +138,19 @@ def decision_boundary(ax, f, X=None, y=None, lim: float = 1.0, n: int = 200, fil
         ax.contour(GX, GY, F, levels=[0], colors="k", linewidths=1.8)
     if X is not None:
         X, y = np.asarray(X, float), np.asarray(y, float)
-        ax.scatter(*X[y > 0].T, marker="+", s=40, color=POS, lw=1.5, label="$y=+1$", zorder=3)
-        ax.scatter(*X[y < 0].T, marker="_", s=40, color=NEG, lw=1.5, label="$y=-1$", zorder=3)
-    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal", xlabel="$x_1$", ylabel="$x_2$")
+        ax.scatter(
+            *X[y > 0].T, marker="+", s=40, color=POS, lw=1.5, label="$y=+1$", zorder=3
+        )
+        ax.scatter(
+            *X[y < 0].T, marker="_", s=40, color=NEG, lw=1.5, label="$y=-1$", zorder=3
+        )
+    ax.set(
+        xlim=(-lim, lim),
+        ylim=(-lim, lim),
+        aspect="equal",
+        xlabel="$x_1$",
+        ylabel="$x_2$",
+    )
     return F
 
 
@@ -136,11 +178,18 @@ def zero_line(ax, normal, lim: float, **kwargs) -> None:
     ax.plot(*np.outer([-2 * lim, 2 * lim], t).T, **kwargs)
 
 
-def neuron_arrows(ax, W, color, scale: float, lw: float = 1.2, label: str | None = None) -> None:
+def neuron_arrows(
+    ax, W, color, scale: float, lw: float = 1.2, label: str | None = None
+) -> None:
     """The rows of a 2-D ``W`` as arrows from the origin, each multiplied by
     ``scale`` (one scale for all, so lengths compare); ``label`` adds a legend entry."""
     for row in np.asarray(W, float) * scale:
-        ax.annotate("", xy=row, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=lw))
+        ax.annotate(
+            "",
+            xy=row,
+            xytext=(0, 0),
+            arrowprops=dict(arrowstyle="->", color=color, lw=lw),
+        )
     if label:
         ax.plot([], [], color=color, label=label)
 
@@ -151,7 +200,9 @@ def sign_colors(a) -> np.ndarray:
     return np.where(a > 0, POS, np.where(a < 0, NEG, DEAD))
 
 
-def singular_value_bars(ax, W, k: int = 10, title: str = "top singular values") -> np.ndarray:
+def singular_value_bars(
+    ax, W, k: int = 10, title: str = "top singular values"
+) -> np.ndarray:
     """Bar plot of the top ``k`` singular values of ``W``; returns them."""
     s = singular_values(W, k)
     sns.barplot(x=np.arange(1, len(s) + 1), y=s, ax=ax, color="#4c72b0")
@@ -159,8 +210,14 @@ def singular_value_bars(ax, W, k: int = 10, title: str = "top singular values") 
     return s
 
 
-def neuron_projection(ax, W, a, title: str = "neurons on the top-2 singular directions",
-                      refs: dict | None = None, labels: tuple[str, str] = ("$a_j>0$", "$a_j<0$")) -> None:
+def neuron_projection(
+    ax,
+    W,
+    a,
+    title: str = "neurons on the top-2 singular directions",
+    refs: dict | None = None,
+    labels: tuple[str, str] = ("$a_j>0$", "$a_j<0$"),
+) -> None:
     """Scatter of the rows of ``W`` projected on its top-2 right singular
     vectors, coloured by the sign of the output weight; optional reference
     directions (e.g. w±) drawn as arrows of the largest neuron's length. Equal
@@ -172,7 +229,9 @@ def neuron_projection(ax, W, a, title: str = "neurons on the top-2 singular dire
     for name, (vec, color) in (refs or {}).items():
         v = V @ np.asarray(vec)
         v = v / (np.linalg.norm(v) or 1.0) * scale
-        ax.annotate("", xy=v, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2))
+        ax.annotate(
+            "", xy=v, xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=color, lw=2)
+        )
         ax.annotate(name, xy=v, xytext=(4, 4), textcoords="offset points", color=color)
     lim = 1.2 * scale
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal")
@@ -184,8 +243,13 @@ def neuron_projection(ax, W, a, title: str = "neurons on the top-2 singular dire
     ax.legend(loc="best")
 
 
-def cosine_histogram(ax, cos, threshold: float | None = 0.9, bins: int = 30,
-                     title: str = "cosine to the predicted direction") -> None:
+def cosine_histogram(
+    ax,
+    cos,
+    threshold: float | None = 0.9,
+    bins: int = 30,
+    title: str = "cosine to the predicted direction",
+) -> None:
     """Histogram of cosines in [-1, 1] with the claim threshold marked."""
     sns.histplot(np.asarray(cos), bins=bins, binrange=(-1, 1), ax=ax, color="#55a868")
     if threshold is not None:
@@ -194,8 +258,15 @@ def cosine_histogram(ax, cos, threshold: float | None = 0.9, bins: int = 30,
     ax.set(xlabel="cosine", ylabel="neurons", title=title)
 
 
-def inner_product_histograms(ax, R, y, title: str, max_pairs: int = 20000, seed: int = 0,
-                             names: tuple[str, str] = ("+1", "-1")) -> None:
+def inner_product_histograms(
+    ax,
+    R,
+    y,
+    title: str,
+    max_pairs: int = 20000,
+    seed: int = 0,
+    names: tuple[str, str] = ("+1", "-1"),
+) -> None:
     """Distributions of ``r_i·r_j`` for pairs (+,+), (−,−), (+,−) (Phuong Fig 3)."""
     R, y = np.asarray(R), np.asarray(y)
     rng = np.random.default_rng(seed)
@@ -203,16 +274,35 @@ def inner_product_histograms(ax, R, y, title: str, max_pairs: int = 20000, seed:
     j = rng.integers(0, len(y), max_pairs)
     keep = i != j
     i, j = i[keep], j[keep]
-    if len(y) <= 4096:  # one Gram matrix costs less than gathering 2 x max_pairs long rows
+    if (
+        len(y) <= 4096
+    ):  # one Gram matrix costs less than gathering 2 x max_pairs long rows
         ip = (R @ R.T)[i, j]
     else:
-        ip = np.concatenate([np.einsum("ij,ij->i", R[a], R[b])
-                             for a, b in zip(np.array_split(i, -(-len(i) // 1024)),
-                                             np.array_split(j, -(-len(j) // 1024)))])
-    kind = np.where(y[i] != y[j], "different classes",
-                    np.where(y[i] > 0, f"both {names[0]}", f"both {names[1]}"))
-    sns.histplot(x=ip, hue=kind, ax=ax, element="step", stat="density", common_norm=False,
-                 bins=40, hue_order=["different classes", f"both {names[0]}", f"both {names[1]}"])
+        ip = np.concatenate(
+            [
+                np.einsum("ij,ij->i", R[a], R[b])
+                for a, b in zip(
+                    np.array_split(i, -(-len(i) // 1024)),
+                    np.array_split(j, -(-len(j) // 1024)),
+                )
+            ]
+        )
+    kind = np.where(
+        y[i] != y[j],
+        "different classes",
+        np.where(y[i] > 0, f"both {names[0]}", f"both {names[1]}"),
+    )
+    sns.histplot(
+        x=ip,
+        hue=kind,
+        ax=ax,
+        element="step",
+        stat="density",
+        common_norm=False,
+        bins=40,
+        hue_order=["different classes", f"both {names[0]}", f"both {names[1]}"],
+    )
     ax.axvline(0, color="k", lw=0.8)
     ax.set(title=title, xlabel="inner product", ylabel="density")
 
@@ -221,14 +311,24 @@ def neurons_2d(ax, W, a, X, y, title: str = "", dead=None) -> None:
     """2-D data (markers by label) and neurons as segments from the origin along
     ``w_j``, of length ``‖w_j‖/max_k‖w_k‖`` but at least ``MIN_SEGMENT`` of the
     frame (so a tiny neuron's direction still shows),
-    coloured by the sign of ``a_j``; ``dead`` (bool mask) greys neurons out (Min et al. Figs 6–9)."""
-    W, a, X, y = np.asarray(W, float), np.asarray(a, float), np.asarray(X, float), np.asarray(y, float)
+    coloured by the sign of ``a_j``; ``dead`` (bool mask) greys neurons out (Min et al.
+    Figs 6–9)."""
+    W, a, X, y = (
+        np.asarray(W, float),
+        np.asarray(a, float),
+        np.asarray(X, float),
+        np.asarray(y, float),
+    )
     if W.ndim != 2 or W.shape[1] != 2 or X.shape[1] != 2:
         raise ValueError(f"neurons_2d needs 2-D inputs; got W {W.shape}, X {X.shape}")
     scale = np.abs(X).max() * 1.1
     norms = np.linalg.norm(W, axis=1)
     relative = norms / max(norms.max(), 1e-300)
-    U = W / np.maximum(norms, 1e-300)[:, None] * (scale * np.clip(relative, MIN_SEGMENT, 1.0))[:, None]
+    U = (
+        W
+        / np.maximum(norms, 1e-300)[:, None]
+        * (scale * np.clip(relative, MIN_SEGMENT, 1.0))[:, None]
+    )
     colors = sign_colors(a)
     if dead is not None:
         colors = np.where(np.asarray(dead, bool), DEAD, colors)
@@ -237,5 +337,11 @@ def neurons_2d(ax, W, a, X, y, title: str = "", dead=None) -> None:
         ax.plot(u[0], u[1], "o", color=c, ms=3)
     ax.scatter(*X[y > 0].T, marker="+", s=90, color=POS, lw=2, label="$y=+1$", zorder=3)
     ax.scatter(*X[y < 0].T, marker="_", s=90, color=NEG, lw=2, label="$y=-1$", zorder=3)
-    ax.set(xlim=(-scale, scale), ylim=(-scale, scale), aspect="equal", title=title,
-           xlabel="$x_1$", ylabel="$x_2$")
+    ax.set(
+        xlim=(-scale, scale),
+        ylim=(-scale, scale),
+        aspect="equal",
+        title=title,
+        xlabel="$x_1$",
+        ylabel="$x_2$",
+    )
