@@ -315,3 +315,88 @@ def test_sgd_epoch_bound_holds_and_grows_with_init():
     assert s.leading_violating_epochs(np.array([True, True])) == 2
     with pytest.raises(ValueError, match="alpha must be in"):
         s.sgd_epoch_bound(20, 2, 0.0, gamma, 1.0, 0.05, radius, init)
+
+
+# ----------------------------------------------------------------- along a run (Figs 2, 6)
+
+def test_cluster_radii_max_and_median_by_hand():
+    P = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.0]])      # centre (1, 0): distances 1, 1, 0
+    Q = np.array([[0.0, 5.0], [0.0, 1.0], [0.0, 3.0]])      # centre (0, 3): distances 2, 2, 0
+    R, R_med = s.cluster_radii(P, Q)
+    assert R == pytest.approx(2.0)
+    assert R_med == pytest.approx(1.0)                       # median of 1, 1, 0, 2, 2, 0
+
+
+def test_first_time_lowest_until_value_at():
+    t = np.array([0.0, 1.0, 2.0, 4.0, 8.0])
+    v = np.array([1.0, 0.3, 0.1, 0.5, 0.0])
+    assert s.first_time(t, v < 0.2) == 2.0
+    assert s.first_time(t, v < -1) == float("inf")
+    assert s.lowest_until(t, v, 4.0) == pytest.approx(0.1)
+    assert s.lowest_until(t, v, 1.5) == pytest.approx(0.3)
+    assert s.value_at(t, v, 3.0) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="before the horizon"):
+        s.value_at(t, v, 9.0)
+    with pytest.raises(ValueError, match="no snapshot"):
+        s.lowest_until(t + 1, v, 0.5)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        s.first_time(t[::-1], v > 0)
+
+
+def test_geometric_gd_stages_end_at_t_end_with_steps_proportional_to_time():
+    stages = s.geometric_gd_stages(150.0, 3e4, 0.01, 24)
+    assert sum(lr * n for lr, n in stages) == pytest.approx(3e4 - 150.0)
+    t = 150.0
+    for lr, n in stages:
+        assert lr <= 0.01 * t * (1 + 1e-12)                   # never above rel_step * t
+        t += lr * n
+    with pytest.raises(ValueError, match="rel_step"):
+        s.geometric_gd_stages(1.0, 2.0, 1.5, 3)
+    with pytest.raises(ValueError, match="t_start"):
+        s.geometric_gd_stages(2.0, 1.0, 0.1, 3)
+
+
+def test_input_scaling_is_init_and_time_scaling():
+    # N(c x; W) = N(x; c W): a scalar normalisation of the inputs is a rescaled init
+    # (and, for gradient flow, time scaled by c^2), not a new setting
+    rng = np.random.default_rng(3)
+    P, Q, X, c = rng.standard_normal((4, 6)), rng.standard_normal((4, 6)), rng.standard_normal((9, 6)), 0.37
+    np.testing.assert_allclose(s.network_output(P, Q, c * X, 0.2),
+                               s.network_output(c * P, c * Q, X, 0.2), rtol=1e-12)
+    np.testing.assert_array_equal(s.linear_regime(P, Q, c * X), s.linear_regime(P, Q, X))
+
+
+# ----------------------------------------------------------------- Fig 1: departure from a line
+
+def test_departure_from_best_line_is_zero_for_a_clustered_net_and_positive_for_a_bent_one():
+    g = np.linspace(-1, 1, 81)
+    G = np.array([(a, b) for a in g for b in g if 0 < a * a + b * b <= 1])
+    P, Q = np.array([[1.0, 0.2]]), np.array([[-1.0, -0.2]])  # one line: exactly linear
+    assert s.departure_from_best_line(P, Q, G, 0.2) == pytest.approx(0.0, abs=2e-3)
+    # a ReLU-like bend: the w's see two directions, the u's one
+    P2 = np.array([[3.0, 0.0], [0.0, 3.0]])
+    Q2 = np.array([[-1.0, -1.0], [-1.0, -1.0]])
+    d = s.departure_from_best_line(P2, Q2, G, 0.01)
+    assert 0.0 <= d <= 0.5
+    with pytest.raises(ValueError, match="2-D"):
+        s.departure_from_best_line(np.ones((1, 3)), np.ones((1, 3)), np.ones((2, 3)), 0.2)
+
+
+def test_staged_gd_equals_one_gd_run_and_keeps_each_snapshot_once():
+    ds = data.uniform_disk_linear(30, margin=0.1, w_star=np.array([1.0, 0.3]), seed=0)
+    make = lambda sd: TwoLayerNet.fixed_second_layer(2, 3, 0.2, scale=0.1, seed=sd)
+    runs = s.staged_gd([make(0), make(1)], ds, [(0.1, 10, [0, 5]), (0.1, 10, [4])])
+    ref = flows.gd(make(1), ds, lr=0.1, steps=20, snapshot_steps=[0, 5, 10, 14, 20])
+    np.testing.assert_allclose(runs[1]["times"], [0.0, 0.5, 1.0, 1.4, 2.0])
+    np.testing.assert_allclose(runs[1]["W"][-1], ref.final["W"], atol=1e-10)
+    np.testing.assert_allclose(runs[1]["loss"], ref.loss, rtol=1e-8)
+
+
+def test_regime_record_counts_and_signs():
+    P = np.array([[1.0, 0.0], [1.0, 0.2]])
+    Q = np.array([[-1.0, 0.0], [-1.0, -0.2]])
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [-2.0, 0.5]])
+    r = s.regime_record(np.vstack([P, Q]), X, 0.2)
+    assert r["outside"] == pytest.approx(1 / 3)
+    assert r["violations"] == 0 and r["disagree"] == 0
+    assert r["ratio"] == pytest.approx(s.clustering_ratio(P, Q))

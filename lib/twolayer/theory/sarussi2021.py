@@ -491,3 +491,146 @@ def reflection_cones(X, y, tol: float = 1e-9) -> ReflectionCones:
     if not len(P) or not len(N):
         raise ValueError("reflection_cones needs points of both classes")
     return ReflectionCones(pos_inside=_in_cone(N, -P, tol), neg_inside=_in_cone(P, -N, tol))
+
+
+# ----------------------------------------------------------------- Figs 2, 6: along a run
+
+def cluster_radii(W_pos, W_neg) -> tuple[float, float]:
+    """``(R, R_med)``: the radius of §5 (the farthest neuron from its cluster
+    centre) and the median distance of a neuron from its centre. ``R/R_med``
+    near 1 means the clusters are uniformly wide; a large ratio means one
+    straggler sets ``R`` (and with it Theorem 5.1's certificate)."""
+    P, Q = _pair(W_pos, W_neg)
+    c = clusters(P, Q)
+    dist = np.r_[np.linalg.norm(P - c.w_bar, axis=1), np.linalg.norm(Q - c.u_bar, axis=1)]
+    return c.radius, float(np.median(dist))
+
+
+def _series(times, values, name: str) -> tuple[np.ndarray, np.ndarray]:
+    t = np.asarray(to_numpy(times), dtype=float).ravel()
+    v = np.asarray(to_numpy(values), dtype=float).ravel()
+    if t.shape != v.shape or not t.size:
+        raise ValueError(f"times and {name} must be non-empty and of equal length, got {t.shape} and {v.shape}")
+    if np.any(np.diff(t) < 0):
+        raise ValueError("times must be non-decreasing")
+    return t, v
+
+
+def first_time(times, condition) -> float:
+    """The first snapshot time at which ``condition`` holds (``inf`` if never):
+    a horizon defined by the run itself, e.g. the first 100% training accuracy
+    or the first loss below ``log 2 / n``."""
+    t, c = _series(times, condition, "condition")
+    hit = np.flatnonzero(c.astype(bool))
+    return float(t[hit[0]]) if hit.size else float("inf")
+
+
+def lowest_until(times, values, t_stop: float) -> float:
+    """The smallest of ``values`` over the snapshots with time ``≤ t_stop``
+    (App. D.2: the network *enters* the linear regime "at some point in the
+    training process"; ``t_stop`` makes the statement falsifiable)."""
+    t, v = _series(times, values, "values")
+    keep = t <= float(t_stop)
+    if not keep.any():
+        raise ValueError(f"no snapshot at or before t_stop = {t_stop!r} (first at {t[0]!r})")
+    return float(v[keep].min())
+
+
+def value_at(times, values, t: float) -> float:
+    """``values`` at the first snapshot with time ``≥ t`` (a horizon's reading);
+    raises if the run ends before ``t``."""
+    ts, v = _series(times, values, "values")
+    after = np.flatnonzero(ts >= float(t))
+    if not after.size:
+        raise ValueError(f"the run ends at t = {ts[-1]:g}, before the horizon t = {t!r}")
+    return float(v[after[0]])
+
+
+def geometric_gd_stages(t_start: float, t_end: float, rel_step: float,
+                        stages: int) -> list[tuple[float, int]]:
+    """``[(lr, steps), ...]``: GD from flow time ``t_start`` to ``t_end`` with a
+    step proportional to the time, ``lr = rel_step · t`` at the start of each of
+    ``stages`` geometric stages (a constant number of steps per decade). In the
+    late phase the loss and the curvature fall like ``1/t``, so such steps stay
+    a fixed fraction of the stability limit while a constant step would need
+    ``(t_end − t_start)/lr`` updates. The stages end exactly at ``t_end``."""
+    t0, t1, rho = float(t_start), float(t_end), float(rel_step)
+    if not 0 < t0 < t1:
+        raise ValueError(f"need 0 < t_start < t_end, got {t_start!r}, {t_end!r}")
+    if not 0 < rho < 1:
+        raise ValueError(f"rel_step must be in (0, 1), got {rel_step!r}")
+    if int(stages) != stages or stages < 1:
+        raise ValueError(f"stages must be a positive integer, got {stages!r}")
+    edges = np.geomspace(t0, t1, int(stages) + 1)
+    out = []
+    for a, b in zip(edges[:-1], edges[1:]):
+        n = max(1, int(np.ceil((b - a) / (rho * a))))
+        out.append((float((b - a) / n), n))
+    return out
+
+
+# ----------------------------------------------------------------- Fig 1: the boundary
+
+def departure_from_best_line(W_pos, W_neg, X, alpha: float, n_angles: int = 1440) -> float:
+    """The fraction of the points ``X`` (a grid over the data's support) on
+    which ``sign N(x)`` differs from the best linear rule through the origin,
+    ``min_v mean[sign N(x) ≠ sign(v·x)]`` over ``n_angles`` unit normals ``v``
+    in 2-D (Fig 1: how far the learned boundary is from *any* line through
+    the origin, not only from the cluster line ``(w̄−ū)·x = 0``)."""
+    P, Q, X = _pair_and_points(W_pos, W_neg, X)
+    if X.shape[1] != 2:
+        raise ValueError(f"departure_from_best_line is for 2-D inputs, got dimension {X.shape[1]}")
+    if int(n_angles) != n_angles or n_angles < 4:
+        raise ValueError(f"n_angles must be an integer >= 4, got {n_angles!r}")
+    s = np.sign(network_output(P, Q, X, alpha))
+    th = np.linspace(0.0, 2 * np.pi, int(n_angles), endpoint=False)
+    V = np.stack([np.cos(th), np.sin(th)])                      # (2, n_angles)
+    return float((np.sign(X @ V) != s[:, None]).mean(axis=0).min())
+
+
+def regime_record(W, X, alpha: float, margin: float = 0.0) -> dict:
+    """Theorem 5.1's measurements of one network ``W`` (a
+    :meth:`~twolayer.models.TwoLayerNet.fixed_second_layer` weight matrix) on
+    the points ``X``: the fraction ``outside`` the linear regime, the radius
+    ``R`` and median radius ``R_med`` (:func:`cluster_radii`), the ``ratio``
+    ``R/‖w̄−ū‖``, the fraction ``off_line`` where ``sign N ≠ sign((w̄−ū)·x)``,
+    ``violations`` (points inside the regime classified against the linear
+    rule: 0 by the theorem) and the largest same-type disagreement
+    ``disagree`` at vote margin ``margin`` (0 in an NAR, Def. 6.2)."""
+    P, Q = split_neurons(np.asarray(to_numpy(W), dtype=float))
+    X = as_matrix(X, "X")
+    inside = linear_regime(P, Q, X)
+    sign_n = np.sign(network_output(P, Q, X, alpha))
+    lin = linear_prediction(P, Q, X)
+    R, R_med = cluster_radii(P, Q)
+    return dict(outside=float(1.0 - inside.mean()), R=R, R_med=R_med,
+                ratio=clustering_ratio(P, Q), off_line=float(np.mean(sign_n != lin)),
+                violations=int(np.sum(sign_n[inside] != lin[inside])),
+                disagree=max(same_type_disagreements(P, Q, X, margin)), sign=sign_n)
+
+
+def staged_gd(nets, data, stages) -> list[dict]:
+    """Full-batch GD of several networks on the same data (one stacked tensor,
+    :func:`twolayer.flows.gd_many`) through ``stages`` ``[(lr, steps,
+    snapshot_steps), ...]`` run one after the other, each from where the last
+    ended: a fine step for the early phase, a coarser one after, steps growing
+    with ``t`` in the late phase (:func:`geometric_gd_stages`). Returns one dict
+    per network: flow ``times`` (``Σ lr·steps``), ``loss`` and ``W`` at every
+    snapshot (each stage's initial snapshot is the previous one's last and is
+    kept once)."""
+    from .. import flows  # here: flows imports the models this module checks
+    nets = list(nets)
+    out = [dict(times=[], loss=[], W=[]) for _ in nets]
+    t0 = 0.0
+    for i, (lr, steps, marks) in enumerate(stages):
+        marks = sorted(set(int(m) for m in marks) | {int(steps)} | ({0} if i == 0 else set()))
+        trajs = flows.gd_many(nets, data, lr=float(lr), steps=int(steps), snapshot_steps=marks)
+        for rec, tr in zip(out, trajs):
+            for st, snap, loss in zip(tr.steps, tr.snapshots, tr.loss):
+                if i > 0 and st == 0:
+                    continue
+                rec["times"].append(t0 + float(lr) * int(st))
+                rec["loss"].append(float(loss))
+                rec["W"].append(np.asarray(snap["W"], dtype=float))
+        t0 += float(lr) * int(steps)
+    return [dict(times=np.array(r["times"]), loss=np.array(r["loss"]), W=r["W"]) for r in out]
