@@ -27,6 +27,7 @@ through ``$TWOLAYER_PAGE``) and records its claims, each of one of four kinds
 precision its seed spread supports (:func:`portable`), so that another CPU's
 floating point does not change it — and raises :class:`ClaimFailed` on failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,14 +45,21 @@ PAGE_ENV = "TWOLAYER_PAGE"
 CHAPTERS = ("phuong2021", "sarussi2021", "min2024", "lyu2021", "synthesis")
 KINDS = ("prediction", "finding", "identity", "assumption")
 VERDICTS = ("holds", "fails", "does not reproduce")
-RELATIONS = {"<=": operator.le, "<": operator.lt, ">=": operator.ge, ">": operator.gt,
-             "==": operator.eq}
+RELATIONS = {
+    "<=": operator.le,
+    "<": operator.lt,
+    ">=": operator.ge,
+    ">": operator.gt,
+    "==": operator.eq,
+}
 MIN_SEEDS = 5
 IDENTITY_TOLERANCE = 1e-6  # relative to the quantity's scale
 RIVAL_MARGIN = 1e-2  # fraction of max(|threshold|, |worst value|) a rival must fail by
 EARLY_HORIZONS = ("init", "early")
 _PART = r"[a-z0-9_]+"
-ID_PATTERN = re.compile(rf"(?P<chapter>{_PART})\.(?P<result>{_PART})\.(?P<item>{_PART})")
+ID_PATTERN = re.compile(
+    rf"(?P<chapter>{_PART})\.(?P<result>{_PART})\.(?P<item>{_PART})"
+)
 
 
 class ClaimFailed(AssertionError):
@@ -71,7 +79,9 @@ def _number(value, name: str) -> float:
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{name} must be a number, got {value!r}") from exc
     if not math.isfinite(v):
-        raise ValueError(f"{name} is {v}: the measurement failed (claims JSON is strict, finite)")
+        raise ValueError(
+            f"{name} is {v}: the measurement failed (claims JSON is strict, finite)"
+        )
     return v
 
 
@@ -90,10 +100,14 @@ def _seeds_ok(values: tuple[float, ...], deterministic: str, name: str) -> None:
     """≥ MIN_SEEDS values, or one value with a stated reason."""
     if len(values) == 1:
         if not deterministic.strip():
-            raise ValueError(f"{name} has one value: measure >= {MIN_SEEDS} seeds, or say why one "
-                             f"run is the quantity (deterministic='<reason>')")
+            raise ValueError(
+                f"{name} has one value: measure >= {MIN_SEEDS} seeds, or say why one "
+                f"run is the quantity (deterministic='<reason>')"
+            )
     elif len(values) < MIN_SEEDS:
-        raise ValueError(f"{name} has {len(values)} seeds: at least {MIN_SEEDS} are needed")
+        raise ValueError(
+            f"{name} has {len(values)} seeds: at least {MIN_SEEDS} are needed"
+        )
 
 
 def worst(values: Sequence[float], relation: str) -> float:
@@ -115,8 +129,12 @@ def width(values: Sequence[float]) -> float:
     return max(values) - min(values)
 
 
-def margin(claim_values: Sequence[float], rival_values: Sequence[float], threshold: float,
-           relation: str) -> float:
+def margin(
+    claim_values: Sequence[float],
+    rival_values: Sequence[float],
+    threshold: float,
+    relation: str,
+) -> float:
     """How far a rival must fail by: more than either seed spread and than
     :data:`RIVAL_MARGIN` of the scale max(|threshold|, |claim's worst value|)."""
     scale = max(abs(threshold), abs(worst(claim_values, relation)))
@@ -140,7 +158,8 @@ class Rival:
 
 @dataclass(frozen=True)
 class Claim:
-    """One checkable statement: ``measured <relation> threshold`` (``measured`` the worst seed)."""
+    """One checkable statement: ``measured <relation> threshold`` (``measured`` the
+    worst seed)."""
 
     id: str
     source: str
@@ -185,7 +204,9 @@ class Claim:
         d["causes"] = list(self.causes)
         d["verdict"] = self.verdict
         if self.diagnosis and self.causes:
-            d["diagnosis"] = f"{self.diagnosis} (causes measured: {', '.join(self.causes)})"
+            d["diagnosis"] = (
+                f"{self.diagnosis} (causes measured: {', '.join(self.causes)})"
+            )
         return d
 
 
@@ -193,14 +214,18 @@ def check_id(claim_id: str, page: str | None = None) -> str:
     """``<chapter>.<result>.<item>``, lower case; the chapter must be the page's."""
     m = ID_PATTERN.fullmatch(claim_id or "")
     if not m or m["chapter"] not in CHAPTERS:
-        raise ValueError(f"claim id {claim_id!r} is not '<chapter>.<result>.<item>' with chapter in "
-                         f"{', '.join(CHAPTERS)} (lower case, digits, '_')")
+        raise ValueError(
+            f"claim id {claim_id!r} is not '<chapter>.<result>.<item>' with chapter in "
+            f"{', '.join(CHAPTERS)} (lower case, digits, '_')"
+        )
     if page and m["chapter"] != page.split("/")[0]:
-        raise ValueError(f"claim id {claim_id!r} is on page {page!r} of another chapter")
+        raise ValueError(
+            f"claim id {claim_id!r} is on page {page!r} of another chapter"
+        )
     return claim_id
 
 
-# -- the locked table's numbers ---------------------------------------------------------
+# -- the locked table's numbers --------------------------------------------------------
 def significant(x: float, digits: int) -> str:
     """``x`` to ``digits`` significant digits, with an exponent where needed."""
     if x == 0:
@@ -283,16 +308,32 @@ class Ledger:
     def __init__(self, page: str | None = None) -> None:
         page = page or _default_page()
         if "/" not in page or page.split("/")[0] not in CHAPTERS:
-            raise ValueError(f"page must be '<chapter>/<name>' with chapter in {', '.join(CHAPTERS)}, "
-                             f"got {page!r}")
+            raise ValueError(
+                "page must be '<chapter>/<name>' with chapter in "
+                f"{', '.join(CHAPTERS)}, got {page!r}"
+            )
         self.notebook = page
         self.claims: list[Claim] = []
         self._scales: dict[str, float] = {}
 
-    # -- the kinds ------------------------------------------------------------------------
-    def prediction(self, *, id: str, source: str, statement: str, measured, relation: str,
-                   threshold, why: str, horizon: str, rival: Rival, deterministic: str = "",
-                   diagnosis: str = "", causes: Sequence[str] = (), digits: int = 2) -> Claim:
+    # -- the kinds ---------------------------------------------------------------------
+    def prediction(
+        self,
+        *,
+        id: str,
+        source: str,
+        statement: str,
+        measured,
+        relation: str,
+        threshold,
+        why: str,
+        horizon: str,
+        rival: Rival,
+        deterministic: str = "",
+        diagnosis: str = "",
+        causes: Sequence[str] = (),
+        digits: int = 2,
+    ) -> Claim:
         """What the paper states, at a setting and horizon the paper shows.
 
         ``measured`` per seed (≥ 5) or one value with ``deterministic``; ``rival``
@@ -302,47 +343,119 @@ class Ledger:
         paper statement that does not reproduce.
         """
         if diagnosis and not list(causes):
-            raise ValueError(f"claim {id!r}: a diagnosis must name the ids of the claims on this page "
-                             f"that measured the separated causes (causes=[...]); free text alone is "
-                             f"not a diagnosis")
+            raise ValueError(
+                f"claim {id!r}: a diagnosis must name the ids of the claims on this "
+                "page that measured the separated causes (causes=[...]); free text "
+                "alone is not a diagnosis"
+            )
         if list(causes) and not diagnosis.strip():
             raise ValueError(f"claim {id!r}: causes given without a diagnosis")
-        return self._compared(id, source, "prediction", statement, measured, relation, threshold,
-                              why, horizon, rival, deterministic, digits,
-                              diagnosis=str(diagnosis), causes=tuple(causes))
+        return self._compared(
+            id,
+            source,
+            "prediction",
+            statement,
+            measured,
+            relation,
+            threshold,
+            why,
+            horizon,
+            rival,
+            deterministic,
+            digits,
+            diagnosis=str(diagnosis),
+            causes=tuple(causes),
+        )
 
-    def finding(self, *, id: str, source: str, statement: str, measured, relation: str,
-                threshold, why: str, horizon: str, rival: Rival, deterministic: str = "",
-                digits: int = 2) -> Claim:
+    def finding(
+        self,
+        *,
+        id: str,
+        source: str,
+        statement: str,
+        measured,
+        relation: str,
+        threshold,
+        why: str,
+        horizon: str,
+        rival: Rival,
+        deterministic: str = "",
+        digits: int = 2,
+    ) -> Claim:
         """The book's own result beyond the paper (a limit it does not show, a horizon
         past its figures, a statistic it does not use); rules as :meth:`prediction`."""
-        return self._compared(id, source, "finding", statement, measured, relation, threshold,
-                              why, horizon, rival, deterministic, digits)
+        return self._compared(
+            id,
+            source,
+            "finding",
+            statement,
+            measured,
+            relation,
+            threshold,
+            why,
+            horizon,
+            rival,
+            deterministic,
+            digits,
+        )
 
-    def probability(self, *, id: str, source: str, statement: str, successes, bound: float,
-                    why: str, horizon: str, kind: str = "prediction", rival: Rival | None = None,
-                    digits: int = 3) -> Claim:
-        """"With probability ≥ ``bound``": the frequency of ``successes`` (one bool
+    def probability(
+        self,
+        *,
+        id: str,
+        source: str,
+        statement: str,
+        successes,
+        bound: float,
+        why: str,
+        horizon: str,
+        kind: str = "prediction",
+        rival: Rival | None = None,
+        digits: int = 3,
+    ) -> Claim:
+        """ "With probability ≥ ``bound``": the frequency of ``successes`` (one bool
         per independent seed) holds unless it is below ``bound`` by more than the
         one-sided 95 % binomial margin; the threshold stored is that critical
         frequency, ``spread`` the 95 % Clopper–Pearson interval."""
         from scipy.stats import binomtest
 
         if kind not in ("prediction", "finding"):
-            raise ValueError(f"claim {id!r}: a probability is a prediction or a finding, not {kind!r}")
-        flags = [bool(s) for s in (successes.tolist() if hasattr(successes, "tolist") else successes)]
+            raise ValueError(
+                f"claim {id!r}: a probability is a prediction or a finding, not "
+                f"{kind!r}"
+            )
+        flags = [
+            bool(s)
+            for s in (successes.tolist() if hasattr(successes, "tolist") else successes)
+        ]
         if len(flags) < 20:
-            raise ValueError(f"claim {id!r}: a probability needs >= 20 trials, got {len(flags)}")
+            raise ValueError(
+                f"claim {id!r}: a probability needs >= 20 trials, got {len(flags)}"
+            )
         bound = _number(bound, f"bound of {id!r}")
         if not 0 < bound < 1:
             raise ValueError(f"claim {id!r}: bound must be in (0, 1), got {bound}")
         n, k = len(flags), sum(flags)
         critical = _clopper_pearson_floor(n, bound) / n
         ci = binomtest(k, n).proportion_ci(0.95)
-        why = (f"{why} — bound {significant(bound, 4)} less the one-sided 95% binomial margin "
-               f"at n = {n}")
-        claim = self._add(id, source, kind, statement, (k / n,), ">=", critical, why,
-                          str(horizon), digits, seeds=n, spread=(ci.low, ci.high))
+        why = (
+            f"{why} — bound {significant(bound, 4)} less the one-sided 95% binomial "
+            f"margin at n = {n}"
+        )
+        claim = self._add(
+            id,
+            source,
+            kind,
+            statement,
+            (k / n,),
+            ">=",
+            critical,
+            why,
+            str(horizon),
+            digits,
+            seeds=n,
+            spread=(ci.low, ci.high),
+        )
         if rival is not None:
             try:
                 self._check_rival(claim, (k / n,), rival, deterministic_claim=True)
@@ -351,8 +464,17 @@ class Ledger:
                 raise
         return self.claims[-1]
 
-    def identity(self, *, id: str, source: str, statement: str, error, tolerance, why: str,
-                 scale: float = 1.0) -> Claim:
+    def identity(
+        self,
+        *,
+        id: str,
+        source: str,
+        statement: str,
+        error,
+        tolerance,
+        why: str,
+        scale: float = 1.0,
+    ) -> Claim:
         """An exact statement: ``error <= tolerance`` with tolerance ≤ 1e-6 × ``scale``
         (the quantity's size); ``why`` gives the tolerance's floating-point reason."""
         scale = _number(scale, f"scale of {id!r}")
@@ -360,100 +482,214 @@ class Ledger:
         if scale <= 0:
             raise ValueError(f"identity {id!r}: scale must be > 0, got {scale}")
         if tol > IDENTITY_TOLERANCE * scale:
-            raise ValueError(f"identity {id!r}: tolerance {significant(tol, 2)} is above "
-                             f"{IDENTITY_TOLERANCE:g} of its scale {significant(scale, 2)}: a bound, a "
-                             f"discretisation error or a drift is a prediction or finding with a rival")
+            raise ValueError(
+                f"identity {id!r}: tolerance {significant(tol, 2)} is above "
+                f"{IDENTITY_TOLERANCE:g} of its scale {significant(scale, 2)}: a "
+                "bound, a discretisation error or a drift is a prediction or finding "
+                "with a rival"
+            )
         err = _number(error, f"measured of {id!r}")
         if err < 0:
-            raise ValueError(f"identity {id!r}: error must be an absolute value, got {err}")
-        claim = self._add(id, source, "identity", statement, (err,), "<=", tol, why,
-                          "exact", 1)
+            raise ValueError(
+                f"identity {id!r}: error must be an absolute value, got {err}"
+            )
+        claim = self._add(
+            id, source, "identity", statement, (err,), "<=", tol, why, "exact", 1
+        )
         self._scales[id] = scale
         return claim
 
-    def assumption(self, *, id: str, source: str, statement: str, measured, relation: str,
-                   threshold, why: str, note: str = "", digits: int = 2) -> Claim:
+    def assumption(
+        self,
+        *,
+        id: str,
+        source: str,
+        statement: str,
+        measured,
+        relation: str,
+        threshold,
+        why: str,
+        note: str = "",
+        digits: int = 2,
+    ) -> Claim:
         """A theorem's hypothesis checked on the data or setting (never a training
         outcome). If it is not met, ``note`` (what the page says) keeps the
         notebook from failing."""
         values = _values(measured, f"measured of {id!r}")
-        return self._add(id, source, "assumption", statement, values, relation, threshold, why,
-                         "hypothesis", digits, note=str(note))
+        return self._add(
+            id,
+            source,
+            "assumption",
+            statement,
+            values,
+            relation,
+            threshold,
+            why,
+            "hypothesis",
+            digits,
+            note=str(note),
+        )
 
-    # -- checks ---------------------------------------------------------------------------
-    def _compared(self, id, source, kind, statement, measured, relation, threshold, why, horizon,
-                  rival, deterministic, digits, **extra) -> Claim:
+    # -- checks ------------------------------------------------------------------------
+    def _compared(
+        self,
+        id,
+        source,
+        kind,
+        statement,
+        measured,
+        relation,
+        threshold,
+        why,
+        horizon,
+        rival,
+        deterministic,
+        digits,
+        **extra,
+    ) -> Claim:
         if not isinstance(rival, Rival):
-            raise ValueError(f"{kind} {id!r} needs rival=Rival(name, per-seed values, horizon=...)")
+            raise ValueError(
+                f"{kind} {id!r} needs rival=Rival(name, per-seed values, horizon=...)"
+            )
         if not str(horizon or "").strip():
-            raise ValueError(f"{kind} {id!r}: horizon must be stated (where the quantity is measured)")
+            raise ValueError(
+                f"{kind} {id!r}: horizon must be stated (where the quantity is "
+                "measured)"
+            )
         values = _values(measured, f"measured of {id!r}")
         _seeds_ok(values, deterministic, f"measured of {id!r}")
         if deterministic and len(values) == 1:
             why = f"{why} — one run: {deterministic}"
-        claim = self._add(id, source, kind, statement, values, relation, threshold, why,
-                          str(horizon), digits, **extra)
+        claim = self._add(
+            id,
+            source,
+            kind,
+            statement,
+            values,
+            relation,
+            threshold,
+            why,
+            str(horizon),
+            digits,
+            **extra,
+        )
         try:
-            self._check_rival(claim, values, rival, deterministic_claim=len(values) == 1)
+            self._check_rival(
+                claim, values, rival, deterministic_claim=len(values) == 1
+            )
         except (CannotDiscriminate, ValueError):
             self.claims.pop()
             raise
         return self.claims[-1]
 
-    def _check_rival(self, claim: Claim, values, rival: Rival, deterministic_claim: bool) -> None:
+    def _check_rival(
+        self, claim: Claim, values, rival: Rival, deterministic_claim: bool
+    ) -> None:
         name = str(rival.name).strip()
         if not name:
             raise ValueError(f"claim {claim.id!r}: the rival needs a name")
         rv = _values(rival.measured, f"rival of {claim.id!r}")
-        constant = len(rv) == 1 and not deterministic_claim or (len(rv) > 1 and width(rv) == 0)
+        constant = (
+            len(rv) == 1 and not deterministic_claim or (len(rv) > 1 and width(rv) == 0)
+        )
         if constant and not rival.deterministic.strip():
             raise CannotDiscriminate(
-                f"claim {claim.id!r}: the rival {name!r} is a constant ({significant(rv[0], 4)} on "
-                f"every seed): measure it per seed, or say why it is one number (deterministic=)")
+                f"claim {claim.id!r}: the rival {name!r} is a constant "
+                f"({significant(rv[0], 4)} on every seed): measure it per seed, or say "
+                "why it is one number (deterministic=)"
+            )
         if len(rv) > 1:
             _seeds_ok(rv, rival.deterministic, f"rival of {claim.id!r}")
         horizon = claim.horizon if rival.horizon is None else str(rival.horizon)
-        if horizon != claim.horizon and not horizon.strip().lower().startswith(EARLY_HORIZONS):
+        if horizon != claim.horizon and not horizon.strip().lower().startswith(
+            EARLY_HORIZONS
+        ):
             raise CannotDiscriminate(
-                f"claim {claim.id!r}: the rival {name!r} is measured at {horizon!r}, not at the "
-                f"claim's horizon {claim.horizon!r} (nor the initial / early-phase state)")
+                f"claim {claim.id!r}: the rival {name!r} is measured at {horizon!r}, "
+                f"not at the claim's horizon {claim.horizon!r} (nor the initial / "
+                "early-phase state)"
+            )
         passes = RELATIONS[claim.relation]
         nearest = best(rv, claim.relation)
         need = margin(values, rv, claim.threshold, claim.relation)
         if passes(nearest, claim.threshold) or abs(nearest - claim.threshold) <= need:
             raise CannotDiscriminate(
                 f"claim {claim.id!r} cannot discriminate: its rival {name!r} measures "
-                f"{significant(nearest, 4)} against {claim.relation} {significant(claim.threshold, 4)} "
-                f"— it must fail by more than {significant(need, 2)} (the seed spreads, 1% of scale)")
-        self.claims[-1] = Claim(**{**_fields(claim), "rival": {
-            "name": name, "measured": nearest,
-            "spread": [min(rv), max(rv)] if len(rv) > 1 else None, "horizon": horizon,
-            "values": list(rv)}})
+                f"{significant(nearest, 4)} against {claim.relation} "
+                f"{significant(claim.threshold, 4)} — it must fail by more than "
+                f"{significant(need, 2)} (the seed spreads, 1% of scale)"
+            )
+        self.claims[-1] = Claim(
+            **{
+                **_fields(claim),
+                "rival": {
+                    "name": name,
+                    "measured": nearest,
+                    "spread": [min(rv), max(rv)] if len(rv) > 1 else None,
+                    "horizon": horizon,
+                    "values": list(rv),
+                },
+            }
+        )
 
-    def _add(self, id, source, kind, statement, values, relation, threshold, why, horizon,
-             digits, **extra) -> Claim:
+    def _add(
+        self,
+        id,
+        source,
+        kind,
+        statement,
+        values,
+        relation,
+        threshold,
+        why,
+        horizon,
+        digits,
+        **extra,
+    ) -> Claim:
         check_id(id, self.notebook)
         if relation not in RELATIONS:
-            raise ValueError(f"claim {id!r}: relation must be one of {sorted(RELATIONS)}, got {relation!r}")
+            raise ValueError(
+                f"claim {id!r}: relation must be one of {sorted(RELATIONS)}, got "
+                f"{relation!r}"
+            )
         if any(c.id == id for c in self.claims):
             raise ValueError(f"claim id {id!r} is used twice on {self.notebook}")
         for name, text in (("source", source), ("statement", statement), ("why", why)):
             if not str(text).strip():
                 raise ValueError(f"claim {id!r}: {name} must be stated")
         if not (isinstance(digits, int) and 1 <= digits <= 6):
-            raise ValueError(f"claim {id!r}: digits must be an integer in 1..6, got {digits!r}")
+            raise ValueError(
+                f"claim {id!r}: digits must be an integer in 1..6, got {digits!r}"
+            )
         thr = _number(threshold, f"threshold of {id!r}")
         if relation == "==" and not all(float(v).is_integer() for v in (*values, thr)):
-            raise ValueError(f"claim {id!r}: '==' compares integers only; a float is compared with a "
-                             f"tolerance (an identity) or a one-sided relation")
-        spread = extra.pop("spread", (min(values), max(values)) if len(values) > 1 else None)
-        claim = Claim(id, str(source), kind, str(statement), worst(values, relation), relation, thr,
-                      str(why), seeds=extra.pop("seeds", len(values)), spread=spread,
-                      horizon=str(horizon), digits=digits, values=tuple(values), **extra)
+            raise ValueError(
+                f"claim {id!r}: '==' compares integers only; a float is compared with "
+                "a tolerance (an identity) or a one-sided relation"
+            )
+        spread = extra.pop(
+            "spread", (min(values), max(values)) if len(values) > 1 else None
+        )
+        claim = Claim(
+            id,
+            str(source),
+            kind,
+            str(statement),
+            worst(values, relation),
+            relation,
+            thr,
+            str(why),
+            seeds=extra.pop("seeds", len(values)),
+            spread=spread,
+            horizon=str(horizon),
+            digits=digits,
+            values=tuple(values),
+            **extra,
+        )
         self.claims.append(claim)
         return claim
 
-    # -- output -------------------------------------------------------------------------
+    # -- output ------------------------------------------------------------------------
     def records(self) -> list[dict]:
         out = []
         for c in self.claims:
@@ -476,13 +712,25 @@ class Ledger:
         rows = [("id", "kind", "verdict", "seeds", "measured", "test", "rival")]
         for c in self.claims:
             riv = portable(c.rival["values"], c.digits) if c.rival else "-"
-            rows.append((c.id, c.kind, c.verdict, str(c.seeds), self._shown(c),
-                         f"{c.relation} {significant(c.threshold, 3)}", riv))
+            rows.append(
+                (
+                    c.id,
+                    c.kind,
+                    c.verdict,
+                    str(c.seeds),
+                    self._shown(c),
+                    f"{c.relation} {significant(c.threshold, 3)}",
+                    riv,
+                )
+            )
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows)
+        return "\n".join(
+            "  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() for r in rows
+        )
 
     def save(self, path: str | os.PathLike | None = None) -> Path | None:
-        """Write the claims as strict JSON, atomically; default path ``$TWOLAYER_CLAIMS_OUT``."""
+        """Write the claims as strict JSON, atomically; default path
+        ``$TWOLAYER_CLAIMS_OUT``."""
         target = path or os.environ.get(CLAIMS_ENV)
         if not target:
             return None
@@ -490,7 +738,9 @@ class Ledger:
         target.parent.mkdir(parents=True, exist_ok=True)
         payload = {"notebook": self.notebook, "claims": self.records()}
         text = json.dumps(payload, indent=1, allow_nan=False)
-        with tempfile.NamedTemporaryFile("w", dir=target.parent, delete=False, suffix=".tmp") as fh:
+        with tempfile.NamedTemporaryFile(
+            "w", dir=target.parent, delete=False, suffix=".tmp"
+        ) as fh:
             fh.write(text)
             tmp = fh.name
         os.replace(tmp, target)
@@ -501,11 +751,14 @@ class Ledger:
         for c in self.claims:
             missing = [x for x in c.causes if x not in ids or x == c.id]
             if missing:
-                raise ValueError(f"claim {c.id!r}: its diagnosis names {', '.join(missing)}, which are "
-                                 f"not other claims of {self.notebook}")
+                raise ValueError(
+                    f"claim {c.id!r}: its diagnosis names {', '.join(missing)}, which "
+                    f"are not other claims of {self.notebook}"
+                )
 
     def finish(self, display: bool = True) -> None:
-        """Save, print the locked table, and raise :class:`ClaimFailed` on any failure."""
+        """Save, print the locked table, and raise :class:`ClaimFailed` on any
+        failure."""
         if not self.claims:
             raise ValueError(f"{self.notebook}: no claims recorded")
         self._check_causes()
@@ -514,9 +767,14 @@ class Ledger:
             print(self.text_table())
         failed = [c for c in self.claims if c.failing]
         if failed:
-            lines = "; ".join(f"{c.id}: measured {significant(c.measured, 4)} not {c.relation} "
-                              f"{significant(c.threshold, 4)}" for c in failed)
-            raise ClaimFailed(f"{len(failed)} claim(s) of {self.notebook} fail: {lines}")
+            lines = "; ".join(
+                f"{c.id}: measured {significant(c.measured, 4)} not {c.relation} "
+                f"{significant(c.threshold, 4)}"
+                for c in failed
+            )
+            raise ClaimFailed(
+                f"{len(failed)} claim(s) of {self.notebook} fail: {lines}"
+            )
 
 
 def _fields(claim: Claim) -> dict:
