@@ -49,23 +49,39 @@ SCALES = tuple(float(s) for s in np.geomspace(1e-4, 3.0, 12))
 WIDTHS = (4, 20, 100)
 SEEDS = tuple(range(10))
 PROBABILITY_WIDTHS = (2, 3, 4, 5, 6)
-PROBABILITY_SEEDS = tuple(range(120))
+PROBABILITY_SEEDS = tuple(range(100))
 PROBABILITY_SCALE = 1e-4
 # thresholds of the limits, the same as the limits page's (fixed from theory before the runs)
 THRESHOLDS = dict(phuong=1e-3, lyu=0.05, sarussi=1e-3, min_aligned=1.0, stable_rank=2.0)
-_CODE = ("regimes.py", "synthesis.py", "data.py", "models.py", "metrics.py", "flows/integrator.py",
-         "theory/phuong2021.py", "theory/min2024.py", "theory/lyu2021.py", "theory/sarussi2021.py",
-         "theory/margins.py")
+_CODE = ("data.py", "models.py", "metrics.py", "flows/integrator.py", "theory/phuong2021.py",
+         "theory/min2024.py", "theory/lyu2021.py", "theory/sarussi2021.py", "theory/margins.py")
+# the functions (of this module and of twolayer.synthesis) that compute a grid point
+_FUNCTIONS = ("lyu_data", "sarussi_data", "phuong_min_point", "lyu_point", "sarussi_point",
+              "lyu_probability_point", "phuong_probability_point", "synthesis.synthesis_data",
+              "synthesis.max_margin_pair")
 LATE_TIMES = (1e100, 1e150, 1e200, 1e250, 1e300)
 
 
 def code_key() -> str:
-    """Hash of the library sources that compute a grid point (first 12 hex digits)."""
+    """Hash of what computes a grid point (first 12 hex digits): the library files it
+    uses, the source of its functions here and in :mod:`twolayer.synthesis`, and the
+    grid's settings. Editing anything else (the plotting, the pages) keeps it."""
+    import inspect
+
+    from . import synthesis
+
     lib = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for rel in _CODE:
         h.update(rel.encode())
         h.update((lib / rel).read_bytes())
+    module = sys.modules[__name__]
+    for name in _FUNCTIONS:
+        owner, _, attr = name.rpartition(".")
+        fn = getattr(synthesis if owner == "synthesis" else module, attr)
+        h.update(inspect.getsource(fn).encode())
+    h.update(repr((SCALES, WIDTHS, SEEDS, PROBABILITY_WIDTHS, PROBABILITY_SEEDS, PROBABILITY_SCALE,
+                   T_MAX, LATE_TIMES)).encode())
     return h.hexdigest()[:12]
 
 
@@ -298,6 +314,35 @@ def per_seed(frame, scale: float, gap: str, worst: str = "max") -> np.ndarray:
     sub = frame[np.isclose(frame["init_scale"], scale)]
     g = sub.groupby("seed")[gap]
     return (g.max() if worst == "max" else g.min()).to_numpy(float)
+
+
+def heatmaps(axes, frame, gap: str, threshold: float, relation: str = "<=", label: str = "") -> None:
+    """Two panels on ``axes``: the pass rate over seeds per (init scale, width), and the
+    median gap (log colour scale) with the threshold's contour; the critical bracket of
+    :func:`critical_scale` marked on both."""
+    import matplotlib.colors as mcolors
+
+    rates = pass_rates(frame, gap, threshold, relation)
+    scales = np.sort(rates["init_scale"].unique())
+    widths = np.sort(rates["width"].unique())
+    P = rates.pivot(index="width", columns="init_scale", values="pass_rate").loc[widths, scales].to_numpy()
+    M = rates.pivot(index="width", columns="init_scale", values="median").loc[widths, scales].to_numpy()
+    x, yy = np.log10(scales), np.arange(len(widths))
+    im = axes[0].pcolormesh(x, yy, P, shading="nearest", cmap="RdYlGn", vmin=0, vmax=1)
+    axes[0].figure.colorbar(im, ax=axes[0], label="pass rate")
+    positive = M[M > 0]
+    norm = mcolors.LogNorm(vmin=positive.min(), vmax=positive.max()) if positive.size else None
+    im2 = axes[1].pcolormesh(x, yy, np.where(M > 0, M, np.nan), shading="nearest", cmap="viridis",
+                             norm=norm)
+    axes[1].figure.colorbar(im2, ax=axes[1], label=f"median {label or gap}")
+    if np.nanmin(M) < threshold < np.nanmax(M):
+        axes[1].contour(x, yy, M, levels=[threshold], colors="w", linewidths=2)
+    crit = critical_scale(frame, gap, threshold, relation)
+    for ax in axes:
+        ax.set(xlabel="$\\log_{10}$ init scale", ylabel="width", yticks=yy,
+               yticklabels=[str(w) for w in widths])
+        if np.isfinite(crit["critical"]):
+            ax.axvline(np.log10(crit["critical"]), color="k", ls="--", lw=1)
 
 
 def main(argv: list[str] | None = None) -> None:
