@@ -8,11 +8,36 @@
 - :mod:`.trajectory` — the :class:`Trajectory` record, :class:`DivergenceError`,
   :func:`trajectory_distance`.
 """
+
 from .integrator import _FlowField, _MarginOracle, gradient_flow, log_time_grid  # noqa: F401 (tests)
-from .steps import (OPTIMIZERS, REDUCTIONS, adam, gd, gd_many, load_state, logistic_loss, sgd,
-                    snapshot_schedule, train)
+from .steps import (
+    OPTIMIZERS,
+    REDUCTIONS,
+    adam,
+    gd,
+    gd_many,
+    load_state,
+    logistic_loss,
+    sgd,
+    snapshot_schedule,
+    train,
+)
 from .trajectory import DivergenceError, Trajectory, trajectory_distance
 
-__all__ = ["DivergenceError", "OPTIMIZERS", "REDUCTIONS", "Trajectory", "adam", "gd", "gd_many", "gradient_flow",
-           "load_state", "log_time_grid", "logistic_loss", "sgd", "snapshot_schedule", "train",
-           "trajectory_distance"]
+__all__ = [
+    "DivergenceError",
+    "OPTIMIZERS",
+    "REDUCTIONS",
+    "Trajectory",
+    "adam",
+    "gd",
+    "gd_many",
+    "gradient_flow",
+    "load_state",
+    "log_time_grid",
+    "logistic_loss",
+    "sgd",
+    "snapshot_schedule",
+    "train",
+    "trajectory_distance",
+]

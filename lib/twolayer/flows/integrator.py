@@ -1,5 +1,6 @@
 """Gradient flow proper: an adaptive integrator that reaches the late phase
 (``t`` up to ``1e300``), where the papers' limits live."""
+
 from __future__ import annotations
 
 import copy
@@ -15,8 +16,8 @@ from tqdm import tqdm
 from ..data import Dataset
 from ..models import two_layer_output
 from ..validation import positive
-from .steps import REDUCTIONS, _live_columns, _state
 from .memo import remembered
+from .steps import REDUCTIONS, _live_columns, _state
 from .trajectory import DivergenceError, Trajectory
 
 # ---------------------------------------------------------------------------
@@ -45,7 +46,8 @@ from .trajectory import DivergenceError, Trajectory
 
 
 def _exp(x: float) -> float:
-    """``e^x`` of a float, ``inf`` beyond float64's range (as ``np.exp``, without its call cost)."""
+    """``e^x`` of a float, ``inf`` beyond float64's range (as ``np.exp``, without its
+    call cost)."""
     return math.exp(x) if x < 709.0 else math.inf
 
 
@@ -58,7 +60,8 @@ def _log_expit(x: np.ndarray) -> np.ndarray:
 
 def _log_logistic_loss(Q: np.ndarray, reduction: str) -> float:
     """``log(Σ or mean softplus(−Q_i))`` without underflow (softplus(−Q) ≈ e^{−Q})."""
-    # log softplus(-Q) = log log1p(e^{-Q}); for large Q it is -Q + log1p(-e^{-Q}/2 ...) ≈ -Q
+    # log softplus(-Q) = log log1p(e^{-Q}); for large Q it is
+    # -Q + log1p(-e^{-Q}/2 ...) ≈ -Q
     with np.errstate(divide="ignore"):
         lsp = np.where(Q > 30.0, -Q, np.log(np.log1p(np.exp(-np.minimum(Q, 30.0)))))
     top = lsp.max()
@@ -92,38 +95,48 @@ class _MarginOracle:
             self.alpha = model.alpha
             self.train_a = model.trains_second_layer
             self.L = 2 if self.train_a else 1
-            self.a_fixed = None if self.train_a else model.a.detach().cpu().numpy().astype(float)
+            self.a_fixed = (
+                None if self.train_a else model.a.detach().cpu().numpy().astype(float)
+            )
             self.m, self.d = self.shapes[0]
             # skip the input coordinates that are zero on every point (MNIST's
             # blank border): they add nothing to Z and receive a zero gradient
             live = _live_columns(torch.tensor(self.X))
             self.live = None if live is None else live.numpy()
-            self.X_live = self.X if live is None else np.ascontiguousarray(self.X[:, self.live])
+            self.X_live = (
+                self.X if live is None else np.ascontiguousarray(self.X[:, self.live])
+            )
         else:
             L = getattr(model, "homogeneity", None)
             if L is None or int(L) != L or L < 1:
-                raise ValueError("gradient_flow needs a positively homogeneous model: set "
-                                 "model.homogeneity to its degree in the trainable parameters")
+                raise ValueError(
+                    "gradient_flow needs a positively homogeneous model: set "
+                    "model.homogeneity to its degree in the trainable parameters"
+                )
             self.L = int(L)
             dtype = next(model.parameters()).dtype
             self.Xt = torch.tensor(self.X, dtype=dtype)
             self.yt = torch.tensor(self.y, dtype=dtype)
 
     def flatten(self) -> np.ndarray:
-        return np.concatenate([self.params[k].detach().cpu().numpy().astype(float).ravel()
-                               for k in self.names])
+        return np.concatenate(
+            [
+                self.params[k].detach().cpu().numpy().astype(float).ravel()
+                for k in self.names
+            ]
+        )
 
     def unflatten(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         out, i = {}, 0
         for k, shape, size in zip(self.names, self.shapes, self.sizes):
-            out[k] = flat[i:i + size].reshape(shape)
+            out[k] = flat[i : i + size].reshape(shape)
             i += size
         return out
 
     def _Wa(self, phi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         m, d = self.shapes[0]
-        W = phi[:m * d].reshape(m, d)
-        a = phi[m * d:] if self.train_a else self.a_fixed
+        W = phi[: m * d].reshape(m, d)
+        a = phi[m * d :] if self.train_a else self.a_fixed
         return W, a
 
     def margins(self, phi: np.ndarray) -> np.ndarray:
@@ -135,8 +148,9 @@ class _MarginOracle:
             self._load(phi)
             return (self.yt * self.model(self.Xt)).cpu().numpy().astype(float)
 
-    def weighted_gradient(self, phi: np.ndarray, omega: np.ndarray, q: np.ndarray | None = None
-                          ) -> tuple[np.ndarray, np.ndarray]:
+    def weighted_gradient(
+        self, phi: np.ndarray, omega: np.ndarray, q: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(q(φ), Σ_i ω_i ∇q_i(φ))`` by autograd (the path of models other than
         :class:`TwoLayerNet`, which use :meth:`two_layer_gradient`); if ``omega``
         is a callable it maps q to ω."""
@@ -147,17 +161,23 @@ class _MarginOracle:
         q = qt.detach().cpu().numpy().astype(float)
         w = omega(q) if callable(omega) else omega
         (qt @ torch.as_tensor(w, dtype=qt.dtype)).backward()
-        grad = np.concatenate([self.params[k].grad.detach().cpu().numpy().astype(float).ravel()
-                               for k in self.names])
+        grad = np.concatenate(
+            [
+                self.params[k].grad.detach().cpu().numpy().astype(float).ravel()
+                for k in self.names
+            ]
+        )
         return q, grad
 
-    def two_layer_gradient(self, phi: np.ndarray, scale: float) -> tuple[np.ndarray, float]:
+    def two_layer_gradient(
+        self, phi: np.ndarray, scale: float
+    ) -> tuple[np.ndarray, float]:
         """The fast path's ``(V, top)``: ``V = Σ_i ω_i ∇q_i(φ)`` with the log-domain
-        weights ``ω_i = exp(log σ(−scale·q_i) − top)``, ``top = max_j log σ(−scale·q_j)``
-        (module comment above; ``scale = e^{Ls}`` turns the margins of ``φ̂`` into
-        those of ``θ``). The same quantity as :meth:`weighted_gradient` with that
-        ``ω``, in a third of the NumPy calls: the integrator's steps are dominated
-        by this call on the books' small networks."""
+        weights ``ω_i = exp(log σ(−scale·q_i) − top)``,
+        ``top = max_j log σ(−scale·q_j)`` (module comment above; ``scale = e^{Ls}``
+        turns the margins of ``φ̂`` into those of ``θ``). The same quantity as
+        :meth:`weighted_gradient` with that ``ω``, in a third of the NumPy calls: the
+        integrator's steps are dominated by this call on the books' small networks."""
         md = self.m * self.d
         W = phi[:md].reshape(self.m, self.d)
         if self.live is not None:
@@ -199,8 +219,12 @@ class _FlowField:
         self.cartesian = self.L == 1
 
     def theta(self, state: np.ndarray) -> np.ndarray:
-        phi = state[:self.P]
-        return phi.copy() if self.cartesian else np.exp(state[self.P]) * phi / np.linalg.norm(phi)
+        phi = state[: self.P]
+        return (
+            phi.copy()
+            if self.cartesian
+            else np.exp(state[self.P]) * phi / np.linalg.norm(phi)
+        )
 
     def __call__(self, tau: float, state: np.ndarray) -> np.ndarray:
         self.evals += 1
@@ -259,17 +283,30 @@ def log_time_grid(t_max: float, n: int, t_min: float | None = None) -> np.ndarra
         raise ValueError(f"t_min={t_min:g} must be <= t_max={t_max:g}")
     if int(n) == 2:  # np.logspace with one point returns the start, not t_max
         return np.array([0.0, t_max])
-    return np.concatenate([[0.0], np.logspace(np.log10(t_min), np.log10(t_max), int(n) - 1)])
+    return np.concatenate(
+        [[0.0], np.logspace(np.log10(t_min), np.log10(t_max), int(n) - 1)]
+    )
 
 
 @remembered(moves_model=False)
-def gradient_flow(model: nn.Module, data: Dataset, t_max: float, *, rtol: float = 1e-6,
-                  atol: float = 1e-9, n_snapshots: int = 60,
-                  snapshot_times: Iterable[float] | None = None, t_min: float | None = None,
-                  callbacks: Mapping[str, Callable[[nn.Module], Any]] | None = None,
-                  reduction: str = "mean", method: str = "RK23", max_steps: int = 1_000_000,
-                  progress: bool = False) -> Trajectory:
-    """Integrate gradient flow ``dθ/dt = −∇L(θ)`` of the logistic loss up to flow time ``t_max``.
+def gradient_flow(
+    model: nn.Module,
+    data: Dataset,
+    t_max: float,
+    *,
+    rtol: float = 1e-6,
+    atol: float = 1e-9,
+    n_snapshots: int = 60,
+    snapshot_times: Iterable[float] | None = None,
+    t_min: float | None = None,
+    callbacks: Mapping[str, Callable[[nn.Module], Any]] | None = None,
+    reduction: str = "mean",
+    method: str = "RK23",
+    max_steps: int = 1_000_000,
+    progress: bool = False,
+) -> Trajectory:
+    """Integrate gradient flow ``dθ/dt = −∇L(θ)`` of the logistic loss up to flow time
+    ``t_max``.
 
     The flow of an L-homogeneous model (two-layer nets: L = 2; with a fixed
     second layer, L = 1 in the trained layer) is integrated in the coordinates
@@ -329,8 +366,14 @@ def gradient_flow(model: nn.Module, data: Dataset, t_max: float, *, rtol: float 
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a twolayer.data.Dataset, got {type(data).__name__}")
-    methods = {"RK45": integrate.RK45, "RK23": integrate.RK23, "DOP853": integrate.DOP853}
+        raise ValueError(
+            f"data must be a twolayer.data.Dataset, got {type(data).__name__}"
+        )
+    methods = {
+        "RK45": integrate.RK45,
+        "RK23": integrate.RK23,
+        "DOP853": integrate.DOP853,
+    }
     if method not in methods:
         raise ValueError(f"method must be one of {sorted(methods)}, got {method!r}")
     rtol, atol = positive(rtol, "rtol"), positive(atol, "atol")
@@ -352,15 +395,35 @@ def gradient_flow(model: nn.Module, data: Dataset, t_max: float, *, rtol: float 
     norm0 = np.linalg.norm(theta0)
     if not np.isfinite(norm0) or norm0 == 0:
         raise ValueError("model parameters must be finite and not all zero")
-    state = (np.concatenate([theta0, [0.0, 0.0]]) if field_.cartesian
-             else np.concatenate([theta0 / norm0, [np.log(norm0), 0.0]]))
+    state = (
+        np.concatenate([theta0, [0.0, 0.0]])
+        if field_.cartesian
+        else np.concatenate([theta0 / norm0, [np.log(norm0), 0.0]])
+    )
     callbacks = dict(callbacks or {})
     probe = copy.deepcopy(model)
-    traj = Trajectory(np.empty(0, int), np.empty(0), [], np.empty(0),
-                      records={"log_loss": [], "log1p_time": [], "log_scale": [],
-                               **{k: [] for k in callbacks}},
-                      config=dict(optimizer="gradient_flow", method=method, rtol=rtol, atol=atol,
-                                  t_max=t_max, reduction=reduction, homogeneity=L, n=data.n))
+    traj = Trajectory(
+        np.empty(0, int),
+        np.empty(0),
+        [],
+        np.empty(0),
+        records={
+            "log_loss": [],
+            "log1p_time": [],
+            "log_scale": [],
+            **{k: [] for k in callbacks},
+        },
+        config=dict(
+            optimizer="gradient_flow",
+            method=method,
+            rtol=rtol,
+            atol=atol,
+            t_max=t_max,
+            reduction=reduction,
+            homogeneity=L,
+            n=data.n,
+        ),
+    )
     steps_at, times, losses = [], [], []
 
     def snapshot(st: np.ndarray, step: int) -> None:
@@ -385,24 +448,48 @@ def gradient_flow(model: nn.Module, data: Dataset, t_max: float, *, rtol: float 
 
     try:  # BLAS threads follow torch's setting (configure_threads); 2 cores are shared
         from threadpoolctl import threadpool_limits
+
         limits = threadpool_limits(limits=torch.get_num_threads())
     except ImportError:  # pragma: no cover
         import contextlib
+
         limits = contextlib.nullcontext()
     with limits:
-        steps = _integrate(solver_cls=methods[method], field_=field_, state=state, targets=targets,
-                           snapshot=snapshot, rtol=rtol, atol=atol, max_steps=max_steps,
-                           progress=progress, traj=traj)
-    traj.steps, traj.times, traj.loss = np.array(steps_at), np.array(times), np.array(losses)
+        steps = _integrate(
+            solver_cls=methods[method],
+            field_=field_,
+            state=state,
+            targets=targets,
+            snapshot=snapshot,
+            rtol=rtol,
+            atol=atol,
+            max_steps=max_steps,
+            progress=progress,
+            traj=traj,
+        )
+    traj.steps, traj.times, traj.loss = (
+        np.array(steps_at),
+        np.array(times),
+        np.array(losses),
+    )
     traj.step_loss = np.empty(0)
     traj.config["steps"] = steps
     traj.config["evaluations"] = field_.evals
     return traj
 
 
-def _integrate(solver_cls, field_: "_FlowField", state: np.ndarray, targets: np.ndarray,
-               snapshot: Callable, rtol: float, atol: float, max_steps: int, progress: bool,
-               traj: Trajectory) -> int:
+def _integrate(
+    solver_cls,
+    field_: "_FlowField",
+    state: np.ndarray,
+    targets: np.ndarray,
+    snapshot: Callable,
+    rtol: float,
+    atol: float,
+    max_steps: int,
+    progress: bool,
+    traj: Trajectory,
+) -> int:
     """The stepping loop of :func:`gradient_flow`; returns the number of steps."""
     P = field_.P
     start = time.perf_counter()
@@ -413,28 +500,41 @@ def _integrate(solver_cls, field_: "_FlowField", state: np.ndarray, targets: np.
     try:
         solver = solver_cls(field_, 0.0, state, np.inf, rtol=rtol, atol=atol)
     except _NonFinite as exc:
-        raise DivergenceError(f"gradient_flow: {exc} at step 1 (clock τ=0, step size h=not yet "
-                              "chosen, t=0): check the data and the parameters for NaN/inf") from exc
-    bar = tqdm(total=float(targets[-1]), disable=not progress, desc="gradient flow",
-               unit="log t", mininterval=1.0)
+        raise DivergenceError(
+            f"gradient_flow: {exc} at step 1 (clock τ=0, step size h=not yet "
+            "chosen, t=0): check the data and the parameters for NaN/inf"
+        ) from exc
+    bar = tqdm(
+        total=float(targets[-1]),
+        disable=not progress,
+        desc="gradient flow",
+        unit="log t",
+        mininterval=1.0,
+    )
     steps = 0
     while k < len(targets):
         if steps >= max_steps:
-            raise DivergenceError(f"gradient_flow: {max_steps} steps reached at "
-                                  f"log(1+t)={solver.y[P + 1]:.4g} < {targets[-1]:.4g}; "
-                                  "raise max_steps or loosen rtol/atol")
+            raise DivergenceError(
+                f"gradient_flow: {max_steps} steps reached at "
+                f"log(1+t)={solver.y[P + 1]:.4g} < {targets[-1]:.4g}; "
+                "raise max_steps or loosen rtol/atol"
+            )
         h = solver.step_size
         try:
             msg = solver.step()
         except _NonFinite as exc:
-            raise DivergenceError(f"gradient_flow: {exc} at step {steps + 1} (clock τ={solver.t:.6g}, "
-                                  f"step size h={h:g}, log(1+t)={solver.y[P + 1]:.4g})") from exc
+            raise DivergenceError(
+                f"gradient_flow: {exc} at step {steps + 1} (clock τ={solver.t:.6g}, "
+                f"step size h={h:g}, log(1+t)={solver.y[P + 1]:.4g})"
+            ) from exc
         steps += 1
         if msg is not None or not np.all(np.isfinite(solver.y)):
             h = solver.step_size if h is None else h
-            raise DivergenceError(f"gradient_flow: integration failed at step {steps} "
-                                  f"(clock τ={solver.t:.6g}, step size h={h:g}, "
-                                  f"log(1+t)={solver.y[P + 1]:.4g}): {msg or 'non-finite state'}")
+            raise DivergenceError(
+                f"gradient_flow: integration failed at step {steps} "
+                f"(clock τ={solver.t:.6g}, step size h={h:g}, "
+                f"log(1+t)={solver.y[P + 1]:.4g}): {msg or 'non-finite state'}"
+            )
         if solver.y[P + 1] >= targets[k]:
             dense = solver.dense_output()
             while k < len(targets) and solver.y[P + 1] >= targets[k]:
@@ -445,7 +545,9 @@ def _integrate(solver_cls, field_: "_FlowField", state: np.ndarray, targets: np.
         # derivative of φ is 1-homogeneous in φ, rescale it too)
         if not field_.cartesian:
             phi = solver.y[:P]
-            r = math.sqrt(phi @ phi)  # = np.linalg.norm(phi), bit for bit, without its checks
+            r = math.sqrt(
+                phi @ phi
+            )  # = np.linalg.norm(phi), bit for bit, without its checks
             solver.y[:P] /= r
             if hasattr(solver, "f"):
                 solver.f[:P] /= r
@@ -467,5 +569,3 @@ def _crossing(dense, t0: float, t1: float, index: int, target: float) -> float:
     if hi <= 0:
         return t1
     return brentq(f, t0, t1, xtol=1e-14 * max(1.0, abs(t1)), rtol=1e-12)
-
-

@@ -20,6 +20,7 @@ entry is removed and recomputed. Entries live in a folder per version of the
 computing code; the first entry of a new version removes the folders of the
 others (they can never be read again), so the store holds one build's runs.
 """
+
 from __future__ import annotations
 
 import functools
@@ -35,8 +36,16 @@ import torch
 from torch import nn
 
 RUN_CACHE_ENV = "TWOLAYER_RUN_CACHE"
-_CODE = ("flows/__init__.py", "flows/integrator.py", "flows/memo.py", "flows/steps.py",
-         "flows/trajectory.py", "models.py", "data.py", "validation.py")
+_CODE = (
+    "flows/__init__.py",
+    "flows/integrator.py",
+    "flows/memo.py",
+    "flows/steps.py",
+    "flows/trajectory.py",
+    "models.py",
+    "data.py",
+    "validation.py",
+)
 _UNKEYED = ("progress",)  # arguments that do not change the result
 
 
@@ -51,7 +60,10 @@ def code_fingerprint() -> str:
     for rel in _CODE:
         h.update(rel.encode())
         h.update((lib / rel).read_bytes())
-    h.update(f"torch {torch.__version__} numpy {np.__version__} scipy {scipy.__version__}".encode())
+    h.update(
+        f"torch {torch.__version__} numpy {np.__version__} "
+        f"scipy {scipy.__version__}".encode()
+    )
     return h.hexdigest()
 
 
@@ -80,14 +92,19 @@ def _model_config(model: nn.Module) -> list:
     shapes) and which parameters are trained."""
     config = []
     for name, mod in model.named_modules():
-        attrs = {k: v for k, v in vars(mod).items() if not k.startswith("_") and k != "training"}
+        attrs = {
+            k: v
+            for k, v in vars(mod).items()
+            if not k.startswith("_") and k != "training"
+        }
         config.append((name, f"{type(mod).__module__}.{type(mod).__qualname__}", attrs))
     config.append([(n, p.requires_grad) for n, p in model.named_parameters()])
     return config
 
 
 def _models(model) -> list[nn.Module]:
-    """The trained networks: one model, or the list :func:`~twolayer.flows.gd_many` takes."""
+    """The trained networks: one model, or the list :func:`~twolayer.flows.gd_many`
+    takes."""
     return list(model) if isinstance(model, (list, tuple)) else [model]
 
 
@@ -106,9 +123,16 @@ def run_key(fn_name: str, model, data: Any, args: tuple, kwargs: dict) -> str:
 
 def _storable(model, data: Any, kwargs: dict) -> bool:
     nets = _models(model)
-    return (not kwargs.get("callbacks") and bool(nets) and hasattr(data, "X") and hasattr(data, "y")
-            and all(isinstance(net, nn.Module) and type(net).__module__.startswith("twolayer.")
-                    for net in nets))
+    return (
+        not kwargs.get("callbacks")
+        and bool(nets)
+        and hasattr(data, "X")
+        and hasattr(data, "y")
+        and all(
+            isinstance(net, nn.Module) and type(net).__module__.startswith("twolayer.")
+            for net in nets
+        )
+    )
 
 
 def _load(path: Path):
@@ -163,8 +187,14 @@ def remembered(moves_model: bool) -> Callable:
                         net.load_state_dict(final)
                 return traj
             traj = fn(model, data, *args, **kwargs)
-            finals = ([{k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
-                       for net in _models(model)] if moves_model else None)
+            finals = (
+                [
+                    {k: v.detach().cpu().clone() for k, v in net.state_dict().items()}
+                    for net in _models(model)
+                ]
+                if moves_model
+                else None
+            )
             _store(path, (traj, finals))
             return traj
 

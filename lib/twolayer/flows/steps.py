@@ -9,6 +9,7 @@ cross-entropy with labels ``(1 + y)/2``.
 GD with step ``η`` is the Euler discretisation of gradient flow: after ``k``
 steps the flow time is ``t = kη``, recorded in ``Trajectory.times``.
 """
+
 from __future__ import annotations
 
 import copy
@@ -37,12 +38,18 @@ def logistic_loss(margins: torch.Tensor, reduction: str = "mean") -> torch.Tenso
     return losses.mean() if reduction == "mean" else losses.sum()
 
 
-def snapshot_schedule(total: int, count: int = 60, log_fraction: float = 0.5) -> np.ndarray:
+def snapshot_schedule(
+    total: int, count: int = 60, log_fraction: float = 0.5
+) -> np.ndarray:
     """Snapshot steps in ``[0, total]``: part log-spaced (early dynamics), part
     evenly spaced (late dynamics), always including 0 and ``total``."""
     count = max(2, int(count))
     n_log = int(count * log_fraction)
-    log_part = np.unique(np.round(np.logspace(0, np.log10(max(total, 1)), n_log)).astype(int)) if n_log else []
+    log_part = (
+        np.unique(np.round(np.logspace(0, np.log10(max(total, 1)), n_log)).astype(int))
+        if n_log
+        else []
+    )
     lin_part = np.round(np.linspace(0, total, count - n_log)).astype(int)
     return np.unique(np.concatenate([[0, total], log_part, lin_part]).clip(0, total))
 
@@ -54,8 +61,9 @@ def _state(model: nn.Module) -> dict[str, np.ndarray]:
 PARAMETER_CHECK_EVERY = 16  # steps between checks that every parameter is finite
 
 
-def _check_parameters(named: Iterable[tuple[str, torch.Tensor]], step: int, lr: float,
-                      optimizer: str) -> None:
+def _check_parameters(
+    named: Iterable[tuple[str, torch.Tensor]], step: int, lr: float, optimizer: str
+) -> None:
     """Overflowing weights can leave the loss finite (``softplus(-inf) = 0``):
     a run is also stopped when a parameter (``(name, tensor)`` pairs: the
     model's, or the copies a loop updates) is NaN or infinite."""
@@ -63,15 +71,17 @@ def _check_parameters(named: Iterable[tuple[str, torch.Tensor]], step: int, lr: 
         for name, p in named:
             if not bool(torch.isfinite(p).all()):
                 raise DivergenceError(
-                    f"{optimizer}: parameter {name!r} became non-finite by step {step} with step "
-                    f"size lr={lr:g}; lower the step size")
+                    f"{optimizer}: parameter {name!r} became non-finite by step {step} "
+                    f"with step size lr={lr:g}; lower the step size"
+                )
 
 
 def _check_finite(loss: float, step: int, lr: float, optimizer: str) -> None:
     if not np.isfinite(loss):
         raise DivergenceError(
             f"{optimizer}: loss became {loss} at step {step} with step size lr={lr:g}; "
-            "lower the step size")
+            "lower the step size"
+        )
 
 
 def _live_columns(X: torch.Tensor) -> torch.Tensor | None:
@@ -90,18 +100,31 @@ def _loss_divisor(reduction: str, n: int) -> int:
     return n if reduction == "mean" else 1
 
 
-def _two_layer_gd_step(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float,
-                       reduction: str, W: torch.Tensor | None = None,
-                       Xt: torch.Tensor | None = None) -> float:
+def _two_layer_gd_step(
+    net: TwoLayerNet,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    lr: float,
+    reduction: str,
+    W: torch.Tensor | None = None,
+    Xt: torch.Tensor | None = None,
+) -> float:
     """One GD step of :class:`TwoLayerNet` on the batch ``(X, y)``; returns the
     loss before the step (:func:`_gd_stepper`, for a single step: SGD's
     mini-batches)."""
     return _gd_stepper(net, X, y, lr, reduction, W, Xt)()
 
 
-def _gd_stepper(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float, reduction: str,
-                W: torch.Tensor | None = None, Xt: torch.Tensor | None = None,
-                groups: int = 1) -> Callable[..., float | np.ndarray | None]:
+def _gd_stepper(
+    net: TwoLayerNet,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    lr: float,
+    reduction: str,
+    W: torch.Tensor | None = None,
+    Xt: torch.Tensor | None = None,
+    groups: int = 1,
+) -> Callable[..., float | np.ndarray | None]:
     """``step(margins_out=None)``: one GD step of :class:`TwoLayerNet` on
     ``(X, y)`` (the full set for GD, a mini-batch for SGD) with its gradient
     written out (no autograd graph), returning the loss before the step; what
@@ -137,24 +160,43 @@ def _gd_stepper(net: TwoLayerNet, X: torch.Tensor, y: torch.Tensor, lr: float, r
         with torch.no_grad():
             Zt = W @ Xt  # (h, n)
             At = F.leaky_relu(Zt, alpha) if alpha > 0 else F.relu(Zt)
-            f = a @ At if groups == 1 else torch.bmm(a_row, At.view(stacked)).view(groups, n)
+            f = (
+                a @ At
+                if groups == 1
+                else torch.bmm(a_row, At.view(stacked)).view(groups, n)
+            )
             out = None if margins_out is None else margins_out.view(f.shape)
             nq = torch.mul(f, neg_y, out=out)  # −q (gd_many of one net: (1, n) row)
             loss = None
             if margins_out is None:
                 losses = F.softplus(nq)
-                loss = float(losses.sum()) / c if groups == 1 else losses.sum(1).numpy() / c
+                loss = (
+                    float(losses.sum()) / c
+                    if groups == 1
+                    else losses.sum(1).numpy() / c
+                )
             g = torch.sigmoid(nq).mul_(y)  # −c g
-            ga = torch.outer(a, g) if groups == 1 else (a_col * g.view(groups, 1, n)).view(shape)
-            Dt = (torch.ops.aten.leaky_relu_backward(ga, Zt, alpha, False) if alpha > 0
-                  else torch.ops.aten.threshold_backward(ga, Zt, 0))  # −c (g aᵀ)ᵀ ⊙ φ'(W Xᵀ)
+            ga = (
+                torch.outer(a, g)
+                if groups == 1
+                else (a_col * g.view(groups, 1, n)).view(shape)
+            )
+            Dt = (
+                torch.ops.aten.leaky_relu_backward(ga, Zt, alpha, False)
+                if alpha > 0
+                else torch.ops.aten.threshold_backward(ga, Zt, 0)
+            )  # −c (g aᵀ)ᵀ ⊙ φ'(W Xᵀ)
             if trains:
                 if groups == 1:
                     a.addmv_(At, g, alpha=size)
                 else:
-                    a.add_(torch.bmm(At.view(stacked), g.view(groups, n, 1)).view(-1), alpha=size)
+                    a.add_(
+                        torch.bmm(At.view(stacked), g.view(groups, n, 1)).view(-1),
+                        alpha=size,
+                    )
             W.addmm_(Dt, X, alpha=size)
         return loss
+
     return step
 
 
@@ -164,10 +206,19 @@ class _BlockLosses:
     ``margins_out``) and :meth:`close` turns the block into losses with one
     softplus, then stops the run at the first non-finite one, naming its step."""
 
-    def __init__(self, total: int, margins_shape: tuple[int, ...], dtype: torch.dtype, reduction: str,
-                 lr: float, optimizer: str):
+    def __init__(
+        self,
+        total: int,
+        margins_shape: tuple[int, ...],
+        dtype: torch.dtype,
+        reduction: str,
+        lr: float,
+        optimizer: str,
+    ):
         self.values = np.empty((total,) + tuple(margins_shape[:-1]))
-        self.buffer = torch.empty((PARAMETER_CHECK_EVERY,) + tuple(margins_shape), dtype=dtype)
+        self.buffer = torch.empty(
+            (PARAMETER_CHECK_EVERY,) + tuple(margins_shape), dtype=dtype
+        )
         self.rows = self.buffer.unbind(0)
         self.c = _loss_divisor(reduction, margins_shape[-1])
         self.lr, self.optimizer, self.start = lr, optimizer, 0
@@ -181,18 +232,28 @@ class _BlockLosses:
         if end == self.start:
             return
         with torch.no_grad():
-            block = (F.softplus(self.buffer[: end - self.start]).sum(-1) / self.c).numpy()
-        self.values[self.start:end] = block
+            block = (
+                F.softplus(self.buffer[: end - self.start]).sum(-1) / self.c
+            ).numpy()
+        self.values[self.start : end] = block
         finite = np.isfinite(block.reshape(len(block), -1)).all(1)
         if not finite.all():
             first = self.start + int(np.argmin(finite))
-            _check_finite(float(np.sum(self.values[first])), first, self.lr, self.optimizer)
+            _check_finite(
+                float(np.sum(self.values[first])), first, self.lr, self.optimizer
+            )
         self.start = end
 
 
-def _run(total: int, marks: set[int], step: Callable[[int], None],
-         checkpoint: Callable[[int, bool], None], snapshot: Callable[[int], None],
-         progress: bool = False, desc: str = "gd") -> float:
+def _run(
+    total: int,
+    marks: set[int],
+    step: Callable[[int], None],
+    checkpoint: Callable[[int, bool], None],
+    snapshot: Callable[[int], None],
+    progress: bool = False,
+    desc: str = "gd",
+) -> float:
     """The loop every trainer shares; returns its wall time.
 
     ``step(k)`` takes update ``k`` (``0 … total − 1``); ``checkpoint(k, marked)``
@@ -204,7 +265,9 @@ def _run(total: int, marks: set[int], step: Callable[[int], None],
     start = time.perf_counter()
     if 0 in marks:
         snapshot(0)
-    for k in tqdm(range(total), disable=not progress, desc=desc, unit="step", mininterval=1.0):
+    for k in tqdm(
+        range(total), disable=not progress, desc=desc, unit="step", mininterval=1.0
+    ):
         step(k)
         done = k + 1
         marked = done in marks or done == total
@@ -215,10 +278,16 @@ def _run(total: int, marks: set[int], step: Callable[[int], None],
     return time.perf_counter() - start
 
 
-def _marks(total: int, snapshot_steps: Iterable[int] | None, n_snapshots: int) -> set[int]:
-    """The update counts at which a run is snapshot (default :func:`snapshot_schedule`)."""
-    marks = (snapshot_schedule(total, n_snapshots) if snapshot_steps is None
-             else np.unique(np.clip(np.asarray(list(snapshot_steps), dtype=int), 0, total)))
+def _marks(
+    total: int, snapshot_steps: Iterable[int] | None, n_snapshots: int
+) -> set[int]:
+    """The update counts at which a run is snapshot (default
+    :func:`snapshot_schedule`)."""
+    marks = (
+        snapshot_schedule(total, n_snapshots)
+        if snapshot_steps is None
+        else np.unique(np.clip(np.asarray(list(snapshot_steps), dtype=int), 0, total))
+    )
     return set(int(k) for k in marks)
 
 
@@ -226,12 +295,18 @@ def _length(optimizer: str, n: int, steps, epochs, batch_size) -> tuple[int, int
     """``(batch, updates per epoch, total updates)`` of a run, validated."""
     if optimizer == "gd":
         if steps is None or steps < 0:
-            raise ValueError(f"steps must be a non-negative integer for GD, got {steps!r}")
+            raise ValueError(
+                f"steps must be a non-negative integer for GD, got {steps!r}"
+            )
         return n, 1, int(steps)
     if epochs is None or epochs < 0:
-        raise ValueError(f"epochs must be a non-negative integer for {optimizer}, got {epochs!r}")
+        raise ValueError(
+            f"epochs must be a non-negative integer for {optimizer}, got {epochs!r}"
+        )
     if batch_size is None or not 1 <= batch_size <= n:
-        raise ValueError(f"batch_size must be in [1, {n}] for {optimizer}, got {batch_size!r}")
+        raise ValueError(
+            f"batch_size must be in [1, {n}] for {optimizer}, got {batch_size!r}"
+        )
     per_epoch = -(-n // int(batch_size))
     return int(batch_size), per_epoch, int(epochs) * per_epoch
 
@@ -249,7 +324,7 @@ class _Batches:
         j = k % self.per_epoch
         if j == 0:
             self.order = torch.randperm(self.n, generator=self.gen)
-        return self.order[j * self.batch:(j + 1) * self.batch]
+        return self.order[j * self.batch : (j + 1) * self.batch]
 
 
 class _LiveTwoLayer:
@@ -270,28 +345,46 @@ class _LiveTwoLayer:
 
     def checked(self) -> list[tuple[str, torch.Tensor]]:
         """What the steps update in place, by parameter name."""
-        return [(name, self.W if name == "W" and self.W is not None else p)
-                for name, p in self.model.named_parameters()]
+        return [
+            (name, self.W if name == "W" and self.W is not None else p)
+            for name, p in self.model.named_parameters()
+        ]
 
 
-def _gd_path(live: _LiveTwoLayer, y, lr, reduction, block: _BlockLosses) -> Callable[[int], None]:
+def _gd_path(
+    live: _LiveTwoLayer, y, lr, reduction, block: _BlockLosses
+) -> Callable[[int], None]:
     """Full-batch GD of a TwoLayerNet, written out; losses kept a block at a time."""
     step = _gd_stepper(live.model, live.X, y, lr, reduction, live.W, live.Xt)
     return lambda k: step(block.row(k))
 
 
-def _sgd_path(live: _LiveTwoLayer, y, lr, reduction, batches: _Batches,
-              step_loss: np.ndarray) -> Callable[[int], None]:
+def _sgd_path(
+    live: _LiveTwoLayer, y, lr, reduction, batches: _Batches, step_loss: np.ndarray
+) -> Callable[[int], None]:
     """Mini-batch SGD of a TwoLayerNet, each step written out."""
+
     def step(k: int) -> None:
         idx = batches(k)
-        step_loss[k] = _two_layer_gd_step(live.model, live.X[idx], y[idx], lr, reduction, live.W)
+        step_loss[k] = _two_layer_gd_step(
+            live.model, live.X[idx], y[idx], lr, reduction, live.W
+        )
         _check_finite(step_loss[k], k, lr, "sgd")
+
     return step
 
 
-def _autograd_path(model: nn.Module, X, y, optimizer: str, lr, reduction, batches: _Batches | None,
-                   step_loss: np.ndarray, betas) -> Callable[[int], None]:
+def _autograd_path(
+    model: nn.Module,
+    X,
+    y,
+    optimizer: str,
+    lr,
+    reduction,
+    batches: _Batches | None,
+    step_loss: np.ndarray,
+    betas,
+) -> Callable[[int], None]:
     """Any model through autograd: Adam is torch's; plain (S)GD is ``p ← p − η∇p``
     written out (torch.optim.SGD without momentum does exactly this, but its first
     construction imports ~2 s of torch._dynamo)."""
@@ -316,15 +409,28 @@ def _autograd_path(model: nn.Module, X, y, optimizer: str, lr, reduction, batche
             with torch.no_grad():
                 for p in params:
                     p.add_(p.grad, alpha=-lr)
+
     return step
 
 
 @remembered(moves_model=True)
-def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
-          steps: int | None = None, epochs: int | None = None, batch_size: int | None = None,
-          reduction: str = "mean", snapshot_steps: Iterable[int] | None = None,
-          n_snapshots: int = 60, callbacks: Mapping[str, Callable[[nn.Module], Any]] | None = None,
-          seed: int = 0, progress: bool = False, betas: tuple[float, float] = (0.9, 0.999)) -> Trajectory:
+def train(
+    model: nn.Module,
+    data: Dataset,
+    *,
+    optimizer: str = "gd",
+    lr: float,
+    steps: int | None = None,
+    epochs: int | None = None,
+    batch_size: int | None = None,
+    reduction: str = "mean",
+    snapshot_steps: Iterable[int] | None = None,
+    n_snapshots: int = 60,
+    callbacks: Mapping[str, Callable[[nn.Module], Any]] | None = None,
+    seed: int = 0,
+    progress: bool = False,
+    betas: tuple[float, float] = (0.9, 0.999),
+) -> Trajectory:
     """Train ``model`` on ``data`` with the logistic loss and record a Trajectory.
 
     Three step paths share one loop (:func:`_run`): full-batch GD and mini-batch
@@ -358,7 +464,9 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a twolayer.data.Dataset, got {type(data).__name__}")
+        raise ValueError(
+            f"data must be a twolayer.data.Dataset, got {type(data).__name__}"
+        )
     lr = positive(lr, "lr")
     n = data.n
     batch, per_epoch, total = _length(optimizer, n, steps, epochs, batch_size)
@@ -379,13 +487,27 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
             step = _sgd_path(live, y, lr, reduction, batches, step_loss)
     else:
         checked, sync = list(model.named_parameters()), lambda: None
-        step = _autograd_path(model, X, y, optimizer, lr, reduction, batches, step_loss, betas)
+        step = _autograd_path(
+            model, X, y, optimizer, lr, reduction, batches, step_loss, betas
+        )
 
     callbacks = dict(callbacks or {})
-    traj = Trajectory(np.empty(0, int), np.empty(0), [], np.empty(0),
-                      records={k: [] for k in callbacks},
-                      config=dict(optimizer=optimizer, lr=lr, steps=total, batch_size=batch,
-                                  reduction=reduction, seed=seed, n=n))
+    traj = Trajectory(
+        np.empty(0, int),
+        np.empty(0),
+        [],
+        np.empty(0),
+        records={k: [] for k in callbacks},
+        config=dict(
+            optimizer=optimizer,
+            lr=lr,
+            steps=total,
+            batch_size=batch,
+            reduction=reduction,
+            seed=seed,
+            n=n,
+        ),
+    )
     steps_taken, times, losses = [], [], []
 
     def checkpoint(k: int, marked: bool) -> None:
@@ -408,7 +530,11 @@ def train(model: nn.Module, data: Dataset, *, optimizer: str = "gd", lr: float,
             _check_finite(full, k, lr, optimizer)
 
     traj.wall_time = _run(total, marks, step, checkpoint, snapshot, progress, optimizer)
-    traj.steps, traj.times, traj.loss = np.array(steps_taken), np.array(times), np.array(losses)
+    traj.steps, traj.times, traj.loss = (
+        np.array(steps_taken),
+        np.array(times),
+        np.array(losses),
+    )
     traj.step_loss = step_loss if block is None else block.values
     return traj
 
@@ -417,14 +543,25 @@ def _stack(nets: Sequence[TwoLayerNet]) -> TwoLayerNet:
     """One network holding the neurons of ``nets`` (same shape, slope, dtype and
     trained layers) as consecutive blocks of rows."""
     first = nets[0]
+    shape = (
+        first.d,
+        first.width,
+        first.alpha,
+        first.W.dtype,
+        first.trains_second_layer,
+    )
     for net in nets:
         if type(net) is not TwoLayerNet:
-            raise ValueError(f"gd_many trains TwoLayerNet models, got {type(net).__name__}")
+            raise ValueError(
+                f"gd_many trains TwoLayerNet models, got {type(net).__name__}"
+            )
         same = (net.d, net.width, net.alpha, net.W.dtype, net.trains_second_layer)
-        if same != (first.d, first.width, first.alpha, first.W.dtype, first.trains_second_layer):
-            raise ValueError("gd_many needs networks of one shape (d, width), slope alpha, dtype "
-                             f"and trained layers; got {same} after "
-                             f"{(first.d, first.width, first.alpha, first.W.dtype, first.trains_second_layer)}")
+        if same != shape:
+            raise ValueError(
+                "gd_many needs networks of one shape (d, width), slope alpha, dtype "
+                f"and trained layers; got {same} after "
+                f"{shape}"
+            )
     big = copy.deepcopy(first)
     with torch.no_grad():
         big.W = nn.Parameter(torch.cat([net.W.detach() for net in nets]))
@@ -435,9 +572,16 @@ def _stack(nets: Sequence[TwoLayerNet]) -> TwoLayerNet:
 
 
 @remembered(moves_model=True)
-def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int, *,
-            reduction: str = "mean", snapshot_steps: Iterable[int] | None = None,
-            n_snapshots: int = 60) -> list[Trajectory]:
+def gd_many(
+    models: Sequence[TwoLayerNet],
+    data: Dataset,
+    lr: float,
+    steps: int,
+    *,
+    reduction: str = "mean",
+    snapshot_steps: Iterable[int] | None = None,
+    n_snapshots: int = 60,
+) -> list[Trajectory]:
     """Full-batch GD of several :class:`TwoLayerNet` on the same data as one
     tensor: the networks' neurons are stacked into one first layer, each keeps
     its own output and loss (``groups`` of :func:`_gd_stepper`), so each
@@ -448,7 +592,9 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
     if not models:
         raise ValueError("gd_many needs at least one model")
     if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a twolayer.data.Dataset, got {type(data).__name__}")
+        raise ValueError(
+            f"data must be a twolayer.data.Dataset, got {type(data).__name__}"
+        )
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if steps is None or steps < 0:
@@ -465,13 +611,28 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
         live.sync()
         with torch.no_grad():
             for b, net in enumerate(models):
-                net.W.copy_(big.W[b * m:(b + 1) * m])
-                net.a.copy_(big.a[b * m:(b + 1) * m])
+                net.W.copy_(big.W[b * m : (b + 1) * m])
+                net.a.copy_(big.a[b * m : (b + 1) * m])
 
-    trajs = [Trajectory(np.empty(0, int), np.empty(0), [], np.empty(0),
-                        config=dict(optimizer="gd", lr=lr, steps=total, batch_size=data.n,
-                                    reduction=reduction, seed=0, n=data.n, stacked=B))
-             for _ in models]
+    trajs = [
+        Trajectory(
+            np.empty(0, int),
+            np.empty(0),
+            [],
+            np.empty(0),
+            config=dict(
+                optimizer="gd",
+                lr=lr,
+                steps=total,
+                batch_size=data.n,
+                reduction=reduction,
+                seed=0,
+                n=data.n,
+                stacked=B,
+            ),
+        )
+        for _ in models
+    ]
     taken, losses = [], []
     block = _BlockLosses(total, (B, data.n), big.W.dtype, reduction, lr, "gd")
     checked = [("W", W)] + ([("a", big.a)] if big.trains_second_layer else [])
@@ -484,7 +645,9 @@ def gd_many(models: Sequence[TwoLayerNet], data: Dataset, lr: float, steps: int,
     def snapshot(k: int) -> None:
         sync()
         with torch.no_grad():
-            losses.append([float(logistic_loss(y * net(X), reduction)) for net in models])
+            losses.append(
+                [float(logistic_loss(y * net(X), reduction)) for net in models]
+            )
         for traj, net in zip(trajs, models):
             traj.snapshots.append(_state(net))
         taken.append(k)
@@ -503,14 +666,22 @@ def gd(model: nn.Module, data: Dataset, lr: float, steps: int, **kw) -> Trajecto
     return train(model, data, optimizer="gd", lr=lr, steps=steps, **kw)
 
 
-def sgd(model: nn.Module, data: Dataset, lr: float, epochs: int, batch_size: int, **kw) -> Trajectory:
+def sgd(
+    model: nn.Module, data: Dataset, lr: float, epochs: int, batch_size: int, **kw
+) -> Trajectory:
     """Mini-batch SGD, without replacement within an epoch; see :func:`train`."""
-    return train(model, data, optimizer="sgd", lr=lr, epochs=epochs, batch_size=batch_size, **kw)
+    return train(
+        model, data, optimizer="sgd", lr=lr, epochs=epochs, batch_size=batch_size, **kw
+    )
 
 
-def adam(model: nn.Module, data: Dataset, lr: float, epochs: int, batch_size: int, **kw) -> Trajectory:
+def adam(
+    model: nn.Module, data: Dataset, lr: float, epochs: int, batch_size: int, **kw
+) -> Trajectory:
     """Adam on mini-batches (Phuong & Lampert App. D); see :func:`train`."""
-    return train(model, data, optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size, **kw)
+    return train(
+        model, data, optimizer="adam", lr=lr, epochs=epochs, batch_size=batch_size, **kw
+    )
 
 
 def load_state(model: nn.Module, state: dict[str, np.ndarray]) -> nn.Module:
@@ -518,5 +689,3 @@ def load_state(model: nn.Module, state: dict[str, np.ndarray]) -> nn.Module:
     clone = copy.deepcopy(model)
     clone.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
     return clone
-
-

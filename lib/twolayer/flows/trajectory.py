@@ -1,5 +1,6 @@
 """The record every trainer leaves behind (:class:`Trajectory`), the error a
 diverging run raises, and the distance between two runs at matched flow times."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -60,12 +61,15 @@ class Trajectory:
         return np.stack([s[name] for s in self.snapshots])
 
 
-
-def trajectory_distance(a: Trajectory, b: Trajectory, relative: bool = True) -> np.ndarray:
+def trajectory_distance(
+    a: Trajectory, b: Trajectory, relative: bool = True
+) -> np.ndarray:
     """``‖θ_a(t_k) − θ_b(t_k)‖`` (divided by ``‖θ_b(t_k)‖`` if ``relative``) at
     the snapshots of two runs taken at the same flow times (e.g. a GD run and
     :func:`gradient_flow` with ``snapshot_times=gd_run.times``)."""
-    if len(a.snapshots) != len(b.snapshots) or not np.allclose(a.times, b.times, rtol=1e-9, atol=1e-12):
+    if len(a.snapshots) != len(b.snapshots) or not np.allclose(
+        a.times, b.times, rtol=1e-9, atol=1e-12
+    ):
         raise ValueError("a and b must have snapshots at the same flow times")
     out = []
     for sa, sb in zip(a.snapshots, b.snapshots):
