@@ -22,12 +22,14 @@ One job per module:
 - :mod:`.cache` — cache keys and the temporary folders runs work in;
 - :mod:`.record` — the run-record cell appended to each executed notebook;
 - :mod:`.runner` — worker processes executing notebooks (signals, publishing);
-- :mod:`.kernels` — each worker's kernels forked from a process with the libraries imported;
+- :mod:`.kernels` — each worker's kernels forked from a process with the libraries
+  imported;
 - :mod:`.generated` — the claims ledger and parameters pages (Markdown);
 - :mod:`.render` — staging the book source and rendering it with Jupyter Book;
 - :mod:`.lock` — storing claims tables in the source notebooks (for nbval);
 - :mod:`.cli` — the ``twolayer`` command.
 """
+
 from __future__ import annotations
 
 from .cache import TMP_PREFIX, cache_key, clean_abandoned, notebook_source
@@ -35,14 +37,51 @@ from .cli import main
 from .generated import claims_markdown, parameters_markdown
 from .imports import library_fingerprint, notebook_modules
 from .lock import CHECK_TAG, lock
-from .pages import (ROOT_ENV, Paths, book_pages, check_parameters, notebook_ids, page_id,
-                    page_parameters, parameters, project_root, resolve, variants)
+from .pages import (
+    ROOT_ENV,
+    Paths,
+    book_pages,
+    check_parameters,
+    notebook_ids,
+    page_id,
+    page_parameters,
+    parameters,
+    project_root,
+    resolve,
+    variants,
+)
 from .render import fill_placeholders, render, stage, write_html
 from .runner import Interrupted, RunResult, execute_all, publish
 
-__all__ = ["CHECK_TAG", "Interrupted", "Paths", "ROOT_ENV", "RunResult", "TMP_PREFIX", "book_pages",
-           "cache_key", "check_parameters", "claims_markdown", "clean_abandoned", "execute_all",
-           "fill_placeholders", "library_fingerprint", "lock", "main", "notebook_ids",
-           "notebook_modules", "notebook_source", "page_id", "page_parameters", "parameters",
-           "parameters_markdown", "project_root", "publish", "render", "resolve", "stage", "variants",
-           "write_html"]
+__all__ = [
+    "CHECK_TAG",
+    "Interrupted",
+    "Paths",
+    "ROOT_ENV",
+    "RunResult",
+    "TMP_PREFIX",
+    "book_pages",
+    "cache_key",
+    "check_parameters",
+    "claims_markdown",
+    "clean_abandoned",
+    "execute_all",
+    "fill_placeholders",
+    "library_fingerprint",
+    "lock",
+    "main",
+    "notebook_ids",
+    "notebook_modules",
+    "notebook_source",
+    "page_id",
+    "page_parameters",
+    "parameters",
+    "parameters_markdown",
+    "project_root",
+    "publish",
+    "render",
+    "resolve",
+    "stage",
+    "variants",
+    "write_html",
+]

@@ -1,4 +1,5 @@
 """``python -m twolayer.pipeline`` = the ``twolayer`` command."""
+
 import sys
 
 from .cli import main

@@ -7,6 +7,7 @@ versions of the packages that compute. A run works in
 ``_build/cache/<key>`` only when complete; a folder whose owner is gone was
 abandoned by a killed build and is removed (with any kernel it left running).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,10 @@ def notebook_source(path: Path) -> bytes:
     """A notebook's cells without outputs: locking the claims output
     (``twolayer lock``) does not change what a run computes."""
     nb = json.loads(path.read_text())
-    cells = [{k: v for k, v in c.items() if k not in ("outputs", "execution_count")} for c in nb["cells"]]
+    cells = [
+        {k: v for k, v in c.items() if k not in ("outputs", "execution_count")}
+        for c in nb["cells"]
+    ]
     return json.dumps(cells, sort_keys=True).encode()
 
 
@@ -37,9 +41,14 @@ def cache_key(paths: Paths, nb: str, params: dict) -> str:
     parameters, and the versions of the packages that compute (an upgraded
     environment recomputes)."""
     h = hashlib.sha256()
-    for part in (notebook_source(resolve(paths, nb)), library_fingerprint(paths.lib, resolve(paths, nb)).encode(),
-                 data_mod.fingerprint().encode(), json.dumps(params, sort_keys=True).encode(),
-                 nb.encode(), json.dumps(_versions(), sort_keys=True).encode()):
+    for part in (
+        notebook_source(resolve(paths, nb)),
+        library_fingerprint(paths.lib, resolve(paths, nb)).encode(),
+        data_mod.fingerprint().encode(),
+        json.dumps(params, sort_keys=True).encode(),
+        nb.encode(),
+        json.dumps(_versions(), sort_keys=True).encode(),
+    ):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()[:24]
 

@@ -1,5 +1,6 @@
 """The generated Markdown of the book: the claims ledger and the parameters
 page (each inserted where its marker stands in a page's source)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,19 +32,31 @@ def _verdict_counts(rows: list[dict]) -> list[int]:
 
 def _ledger_summary(rows: list[dict]) -> list[str]:
     h, f, d, n = _verdict_counts(rows)
-    out = [f"**{len(rows)} claims: {h} hold, {d} do not reproduce, {n} assumption(s) not met, "
-           f"{f} fail.**", "",
-           "| chapter | claims | " + " | ".join(claims_mod.KINDS)
-           + " | hold | do not reproduce | not met | fail |",
-           "|---" * (6 + len(claims_mod.KINDS)) + "|"]
+    out = [
+        f"**{len(rows)} claims: {h} hold, {d} do not reproduce, {n} assumption(s) not "
+        f"met, {f} fail.**",
+        "",
+        "| chapter | claims | "
+        + " | ".join(claims_mod.KINDS)
+        + " | hold | do not reproduce | not met | fail |",
+        "|---" * (6 + len(claims_mod.KINDS)) + "|",
+    ]
     for chapter in claims_mod.CHAPTERS:
         rs = [r for r in rows if r["notebook"].split("/")[0] == chapter]
         if not rs:
             continue
         kinds = [sum(r["kind"] == k for r in rs) for k in claims_mod.KINDS]
         h, f, d, n = _verdict_counts(rs)
-        out.append(f"| {chapter} | {len(rs)} | " + " | ".join(map(str, kinds)) + f" | {h} | {d} | {n} | {f} |")
-    out += ["", "| kind | claims | hold | do not reproduce | not met | fail |", "|---|---|---|---|---|---|"]
+        out.append(
+            f"| {chapter} | {len(rs)} | "
+            + " | ".join(map(str, kinds))
+            + f" | {h} | {d} | {n} | {f} |"
+        )
+    out += [
+        "",
+        "| kind | claims | hold | do not reproduce | not met | fail |",
+        "|---|---|---|---|---|---|",
+    ]
     for kind in claims_mod.KINDS:
         rs = [r for r in rows if r["kind"] == kind]
         h, f, d, n = _verdict_counts(rs)
@@ -57,16 +70,24 @@ def _ledger_tables(rows: list[dict]) -> list[str]:
     for r in rows:
         by_nb.setdefault(r["notebook"], []).append(r)
     for nb, rs in by_nb.items():
-        out += ["", f"## {{doc}}`{nb} <{nb}>`", "",
-                "| claim | paper | kind | statement | seeds | measured (worst) [spread] | test | "
-                "horizon | rival [spread] | verdict |",
-                "|---|---|---|---|---|---|---|---|---|---|"]
+        out += [
+            "",
+            f"## {{doc}}`{nb} <{nb}>`",
+            "",
+            "| claim | paper | kind | statement | seeds | measured (worst) [spread] | "
+            "test | horizon | rival [spread] | verdict |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in rs:
             sig = claims_mod.significant
-            out.append(f"| `{r['id']}` | {_cell(r['source'])} | {r['kind']} | {_cell(r['statement'])} | "
-                       f"{r.get('seeds', 1)} | {sig(r['measured'], 3)}{_spread(r.get('spread'))} | "
-                       f"{r['relation']} {sig(r['threshold'], 3)} | {_cell(r.get('horizon') or '—')} | "
-                       f"{_rival_cell(r.get('rival'), r.get('horizon'))} | {_verdict_badge(r)} |")
+            out.append(
+                f"| `{r['id']}` | {_cell(r['source'])} | {r['kind']} | "
+                f"{_cell(r['statement'])} | {r.get('seeds', 1)} | "
+                f"{sig(r['measured'], 3)}{_spread(r.get('spread'))} | {r['relation']} "
+                f"{sig(r['threshold'], 3)} | {_cell(r.get('horizon') or '—')} | "
+                f"{_rival_cell(r.get('rival'), r.get('horizon'))} | "
+                f"{_verdict_badge(r)} |"
+            )
     return out
 
 
@@ -82,8 +103,10 @@ def _rival_cell(rival: dict | None, horizon: str | None) -> str:
         return "—"
     at = rival.get("horizon")
     where = f" (at {_cell(at)})" if at and at != horizon else ""
-    return (f"{_cell(rival['name'])}: {claims_mod.significant(rival['measured'], 3)}"
-            f"{_spread(rival.get('spread'))}{where}")
+    return (
+        f"{_cell(rival['name'])}: {claims_mod.significant(rival['measured'], 3)}"
+        f"{_spread(rival.get('spread'))}{where}"
+    )
 
 
 def _verdict_badge(row: dict) -> str:
@@ -101,11 +124,23 @@ def parameters_markdown(paths: Paths) -> str:
     """Every notebook's parameters, read from its parameters cell."""
     out = []
     for nb in notebook_ids(paths):
-        out += [f"### {{doc}}`{nb} <{nb}>`", "",
-                f"{{download}}`Download {Path(nb).name}.ipynb </book/{nb}.ipynb>` (executed, with its run record)",
-                "", "```bash", f"twolayer rerun {nb} -p NAME VALUE ...", "```", "",
-                "| parameter | default | type | meaning |", "|---|---|---|---|"]
+        out += [
+            f"### {{doc}}`{nb} <{nb}>`",
+            "",
+            f"{{download}}`Download {Path(nb).name}.ipynb </book/{nb}.ipynb>` "
+            "(executed, with its run record)",
+            "",
+            "```bash",
+            f"twolayer rerun {nb} -p NAME VALUE ...",
+            "```",
+            "",
+            "| parameter | default | type | meaning |",
+            "|---|---|---|---|",
+        ]
         for name, p in parameters(paths, nb).items():
-            out.append(f"| `{name}` | `{p.default_text}` | `{p.describe()}` | {_cell(p.help)} |")
+            out.append(
+                f"| `{name}` | `{p.default_text}` | `{p.describe()}` | {_cell(p.help)} "
+                "|"
+            )
         out.append("")
     return "\n".join(out)

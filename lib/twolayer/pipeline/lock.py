@@ -1,9 +1,9 @@
 """Locking claims tables: the claims cell's output of the last build stored in
 the source notebook, which nbval compares."""
+
 from __future__ import annotations
 
 from .pages import Paths, resolve
-
 
 CHECK_TAG = "nbval-check-output"
 
@@ -19,19 +19,29 @@ def lock(paths: Paths, nbs: list[str]) -> list[str]:
         src, built = resolve(paths, nb), paths.executed / f"{nb}.ipynb"
         if not built.exists():
             raise SystemExit(f"{nb}: not built yet; run `twolayer build` first")
-        source, executed = nbformat.read(src, as_version=4), nbformat.read(built, as_version=4)
+        source, executed = (
+            nbformat.read(src, as_version=4),
+            nbformat.read(built, as_version=4),
+        )
         checked = [c for c in executed.cells if CHECK_TAG in c.metadata.get("tags", [])]
         outputs = [c.outputs for c in checked]
         targets = [c for c in source.cells if CHECK_TAG in c.metadata.get("tags", [])]
         if len(outputs) != 1 or len(targets) != 1:
-            raise SystemExit(f"{nb}: expected exactly one cell tagged {CHECK_TAG!r} (the claims cell)")
+            raise SystemExit(
+                f"{nb}: expected exactly one cell tagged {CHECK_TAG!r} (the claims "
+                "cell)"
+            )
         if any(o.get("output_type") == "error" for o in outputs[0]):
-            raise SystemExit(f"{nb}: the claims cell of the last build raised; fix it before locking")
+            raise SystemExit(
+                f"{nb}: the claims cell of the last build raised; fix it before locking"
+            )
         for cell in source.cells:
             if cell.cell_type == "code":
                 cell.outputs, cell.execution_count = [], None
         targets[0].outputs = outputs[0]
-        targets[0].execution_count = checked[0].execution_count or 1  # nbval skips unrun cells
+        targets[0].execution_count = (
+            checked[0].execution_count or 1
+        )  # nbval skips unrun cells
         nbformat.write(source, src)
         done.append(nb)
     return done

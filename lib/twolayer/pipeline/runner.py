@@ -1,5 +1,6 @@
 """Executing notebooks with papermill in worker processes: parallel, cached,
 interruptible (a worker dies with its build and never publishes for a dead one)."""
+
 from __future__ import annotations
 
 import concurrent.futures as cf
@@ -36,7 +37,10 @@ class RunResult:
 KERNEL_START_ATTEMPTS = 3
 
 
-_KERNEL_START_FAILURES = ("Kernel died before replying to kernel_info", "Kernel didn't respond in")
+_KERNEL_START_FAILURES = (
+    "Kernel died before replying to kernel_info",
+    "Kernel didn't respond in",
+)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -83,7 +87,9 @@ def _parent_alive(parent: int) -> bool:
 def _kernel_start_failed(exc: BaseException) -> bool:
     """A kernel that died while starting (e.g. a port taken by a kernel started
     at the same moment by another worker): no cell ran, so the run is retried."""
-    return isinstance(exc, RuntimeError) and any(m in str(exc) for m in _KERNEL_START_FAILURES)
+    return isinstance(exc, RuntimeError) and any(
+        m in str(exc) for m in _KERNEL_START_FAILURES
+    )
 
 
 # The kernel's "running over TCP without encryption" notice (the kernel is local),
@@ -108,7 +114,9 @@ def kernel_threads() -> int:
     return int(os.environ.get("TWOLAYER_THREADS", 1))
 
 
-def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress: bool) -> dict:
+def _execute(
+    root: str, nb: str, params: dict, key: str, threads: int, progress: bool
+) -> dict:
     """Run one notebook into a fresh temporary directory and rename it into the
     cache when, and only when, it completed. Runs in a worker process."""
     import nbformat
@@ -128,44 +136,77 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
     try:
         for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
             tmp = _tmp_dir(paths.cache, key)
-            os.environ.update({claims_mod.CLAIMS_ENV: str(tmp / "claims.json"), claims_mod.PAGE_ENV: nb,
-                               "TWOLAYER_THREADS": str(threads),
-                               RUN_CACHE_ENV: os.environ.get(RUN_CACHE_ENV, str(paths.runs)),
-                               "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-                               "OPENBLAS_NUM_THREADS": str(threads),
-                               "MPLBACKEND": "module://matplotlib_inline.backend_inline",
-                               "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+            os.environ.update(
+                {
+                    claims_mod.CLAIMS_ENV: str(tmp / "claims.json"),
+                    claims_mod.PAGE_ENV: nb,
+                    "TWOLAYER_THREADS": str(threads),
+                    RUN_CACHE_ENV: os.environ.get(RUN_CACHE_ENV, str(paths.runs)),
+                    "OMP_NUM_THREADS": str(threads),
+                    "MKL_NUM_THREADS": str(threads),
+                    "OPENBLAS_NUM_THREADS": str(threads),
+                    "MPLBACKEND": "module://matplotlib_inline.backend_inline",
+                    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+                }
+            )
             try:
-                pm.execute_notebook(str(src), str(tmp / "notebook.ipynb"), parameters=params,
-                                    cwd=str(src.parent), kernel_name="python3", progress_bar=progress,
-                                    log_output=False, extra_arguments=KERNEL_QUIET,
-                                    kernel_manager_class=kernels.manager_class())
+                pm.execute_notebook(
+                    str(src),
+                    str(tmp / "notebook.ipynb"),
+                    parameters=params,
+                    cwd=str(src.parent),
+                    kernel_name="python3",
+                    progress_bar=progress,
+                    log_output=False,
+                    extra_arguments=KERNEL_QUIET,
+                    kernel_manager_class=kernels.manager_class(),
+                )
                 break
             except Exception as exc:
                 if attempt < KERNEL_START_ATTEMPTS and _kernel_start_failed(exc):
-                    print(f"  {nb}: {exc}; starting a new kernel (attempt {attempt + 1})", flush=True)
+                    print(
+                        f"  {nb}: {exc}; starting a new kernel (attempt {attempt + 1})",
+                        flush=True,
+                    )
                     shutil.rmtree(tmp, ignore_errors=True)
                     continue
                 raise
         seconds = time.perf_counter() - start
         effective = _effective_parameters(src, params)
-        meta = dict(notebook=nb, key=key, parameters=params, effective_parameters=effective,
-                    seeds=_seeds(effective), seconds=seconds, threads=threads,
-                    versions=_versions(), machine=f"{platform.machine()}, {os.cpu_count()} cores",
-                    finished=time.strftime("%Y-%m-%d %H:%M:%S"), data=_data_description(src))
+        meta = dict(
+            notebook=nb,
+            key=key,
+            parameters=params,
+            effective_parameters=effective,
+            seeds=_seeds(effective),
+            seconds=seconds,
+            threads=threads,
+            versions=_versions(),
+            machine=f"{platform.machine()}, {os.cpu_count()} cores",
+            finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+            data=_data_description(src),
+        )
         out = nbformat.read(tmp / "notebook.ipynb", as_version=4)
         out.cells.append(_run_record_cell(meta))
         nbformat.write(out, tmp / "notebook.ipynb")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         final = paths.cache / key
         if not _parent_alive(parent):
-            raise KeyboardInterrupt("the build that started this run is gone; nothing is cached")
+            raise KeyboardInterrupt(
+                "the build that started this run is gone; nothing is cached"
+            )
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
-        claims = json.loads((final / "claims.json").read_text())["claims"] if (final / "claims.json").exists() else []
+        claims = (
+            json.loads((final / "claims.json").read_text())["claims"]
+            if (final / "claims.json").exists()
+            else []
+        )
         return dict(ok=True, seconds=seconds, error="", claims=claims)
-    except BaseException as exc:  # report, keep the failed notebook for inspection, cache nothing
+    except (
+        BaseException
+    ) as exc:  # report, keep the failed notebook for inspection, cache nothing
         failed = paths.build / "failed" / f"{nb}.ipynb"
         claims = []
         if tmp is not None and (tmp / "notebook.ipynb").exists():
@@ -173,12 +214,19 @@ def _execute(root: str, nb: str, params: dict, key: str, threads: int, progress:
             shutil.copy(tmp / "notebook.ipynb", failed)
         if tmp is not None and (tmp / "claims.json").exists():
             claims = json.loads((tmp / "claims.json").read_text())["claims"]
-        return dict(ok=False, seconds=time.perf_counter() - start, error=_describe(exc, failed), claims=claims)
+        return dict(
+            ok=False,
+            seconds=time.perf_counter() - start,
+            error=_describe(exc, failed),
+            claims=claims,
+        )
     finally:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         _RUNNING = False
-        if not _parent_alive(parent):  # the build died: no one will read a result or send work
+        if not _parent_alive(
+            parent
+        ):  # the build died: no one will read a result or send work
             os._exit(128 + signal.SIGTERM)
 
 
@@ -189,19 +237,29 @@ def _describe(exc: BaseException, failed: Path) -> str:
         import re
 
         tb = re.sub(r"\x1b\[[0-9;]*m", "", tb)
-        return (f"cell {cell} (execution count {getattr(exc, 'exec_count', '?')}) raised "
-                f"{exc.ename}: {exc.evalue}\n--- cell source ---\n{exc.source}\n--- traceback ---\n{tb}\n"
-                f"(failed notebook kept at {failed})")
+        return (
+            f"cell {cell} (execution count {getattr(exc, 'exec_count', '?')}) raised "
+            f"{exc.ename}: {exc.evalue}\n--- cell source ---\n{exc.source}\n--- "
+            f"traceback ---\n{tb}\n(failed notebook kept at {failed})"
+        )
     return f"{type(exc).__name__}: {exc}"
 
 
-def execute_all(paths: Paths, nbs: list[str], jobs: int = 2, params: dict | None = None,
-                force: bool = False, progress: bool = False) -> list[RunResult]:
+def execute_all(
+    paths: Paths,
+    nbs: list[str],
+    jobs: int = 2,
+    params: dict | None = None,
+    force: bool = False,
+    progress: bool = False,
+) -> list[RunResult]:
     """Execute notebooks (cached, in parallel). Returns one result per notebook."""
     params = params or {}
     results, todo = {}, []
     run_params = {}
-    for nb in nbs:  # a variant's declared parameters must satisfy its notebook's declarations
+    for nb in (
+        nbs
+    ):  # a variant's declared parameters must satisfy its notebook's declarations
         own = page_parameters(paths, nb)
         params_mod.validate(params_mod.declarations(resolve(paths, nb)), own, page=nb)
         run_params[nb] = {**own, **check_parameters(paths, nb, params)}
@@ -209,15 +267,22 @@ def execute_all(paths: Paths, nbs: list[str], jobs: int = 2, params: dict | None
         key = cache_key(paths, nb, run_params[nb])
         entry = paths.cache / key
         if not force and (entry / "meta.json").exists():
-            claims = json.loads((entry / "claims.json").read_text())["claims"] if (entry / "claims.json").exists() else []
+            claims = (
+                json.loads((entry / "claims.json").read_text())["claims"]
+                if (entry / "claims.json").exists()
+                else []
+            )
             results[nb] = RunResult(nb, key, True, True, 0.0, entry, claims=claims)
         else:
             todo.append((nb, key))
     jobs = max(1, min(jobs, len(todo) or 1))
     threads = kernel_threads()
     if todo:
-        print(f"executing {len(todo)} notebook(s) ({len(nbs) - len(todo)} cached), "
-              f"{jobs} at a time, {threads} torch thread(s) each", flush=True)
+        print(
+            f"executing {len(todo)} notebook(s) ({len(nbs) - len(todo)} cached), "
+            f"{jobs} at a time, {threads} torch thread(s) each",
+            flush=True,
+        )
     clean_abandoned(paths)
     if not todo:
         return [results[nb] for nb in nbs]
@@ -226,24 +291,52 @@ def execute_all(paths: Paths, nbs: list[str], jobs: int = 2, params: dict | None
     pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_worker_signals)
     futs: dict = {}
     try:
-        futs = {pool.submit(_execute, str(paths.root), nb, run_params[nb], key, threads, progress): (nb, key)
-                for nb, key in todo}
+        futs = {
+            pool.submit(
+                _execute, str(paths.root), nb, run_params[nb], key, threads, progress
+            ): (nb, key)
+            for nb, key in todo
+        }
         for fut in cf.as_completed(futs):
             nb, key = futs[fut]
             try:
                 r = fut.result()
-            except Exception as exc:  # the worker process itself died (e.g. killed for memory)
-                r = dict(ok=False, seconds=0.0, error=f"the worker process running it died: {exc!r}", claims=[])
-            res = RunResult(nb, key, r["ok"], False, r["seconds"], paths.cache / key if r["ok"] else None,
-                            r["error"], r["claims"])
+            except (
+                Exception
+            ) as exc:  # the worker process itself died (e.g. killed for memory)
+                r = dict(
+                    ok=False,
+                    seconds=0.0,
+                    error=f"the worker process running it died: {exc!r}",
+                    claims=[],
+                )
+            res = RunResult(
+                nb,
+                key,
+                r["ok"],
+                False,
+                r["seconds"],
+                paths.cache / key if r["ok"] else None,
+                r["error"],
+                r["claims"],
+            )
             results[nb] = res
-            print(f"  {'ok    ' if res.ok else 'FAILED'} {nb}  {res.seconds:6.1f} s", flush=True)
+            print(
+                f"  {'ok    ' if res.ok else 'FAILED'} {nb}  {res.seconds:6.1f} s",
+                flush=True,
+            )
     except BaseException:
-        unfinished = [nb for nb, _ in futs.values() if nb not in results] or [nb for nb, _ in todo]
+        unfinished = [nb for nb, _ in futs.values() if nb not in results] or [
+            nb for nb, _ in todo
+        ]
         _stop_pool(pool)
         clean_abandoned(paths)
-        print(f"interrupted: {len(unfinished)} notebook(s) not finished and not cached: "
-              f"{', '.join(unfinished)}", file=sys.stderr, flush=True)
+        print(
+            f"interrupted: {len(unfinished)} notebook(s) not finished and not cached: "
+            f"{', '.join(unfinished)}",
+            file=sys.stderr,
+            flush=True,
+        )
         raise
     pool.shutdown(wait=True)
     clean_abandoned(paths)
@@ -289,14 +382,18 @@ def _last_seconds(paths: Paths, nb: str) -> float:
 
 
 def publish(paths: Paths, results: list[RunResult]) -> None:
-    """Copy the default-parameter runs into ``_build/executed`` (atomically per file)."""
+    """Copy the default-parameter runs into ``_build/executed`` (atomically per
+    file)."""
     for r in results:
         if not r.ok:
             continue
         dest = paths.executed / r.nb
         dest.parent.mkdir(parents=True, exist_ok=True)
-        for src_name, suffix in (("notebook.ipynb", ".ipynb"), ("claims.json", ".claims.json"),
-                                 ("meta.json", ".meta.json")):
+        for src_name, suffix in (
+            ("notebook.ipynb", ".ipynb"),
+            ("claims.json", ".claims.json"),
+            ("meta.json", ".meta.json"),
+        ):
             src = r.entry / src_name
             if src.exists():
                 tmp = dest.with_name(dest.name + suffix + ".tmp")
