@@ -330,3 +330,27 @@ def test_clarke_kkt_check_agrees_with_the_plain_one_off_the_kinks(sym):
     assert clarke.stationarity == pytest.approx(plain.stationarity, abs=1e-6)
     with pytest.raises(ValueError, match="kink_tol"):
         L.kkt_check(res.W, res.a, sym.X, sym.y, 0.5, kink_tol=-1.0)
+
+
+def test_first_passage_time_is_exact_for_exponential_growth():
+    t = np.linspace(0, 10, 11)
+    assert L.first_passage_time(t, 1e-3 * np.exp(0.7 * t), 0.1) == pytest.approx(np.log(100) / 0.7)
+    with pytest.raises(ValueError, match="reach"):
+        L.first_passage_time(t, np.ones(11), 2.0)
+
+
+def test_phase1_decomposition_at_moves_r_to_the_snapshot():
+    mu_vec = np.array([0.6, 0.8])
+    W_bar, a_bar = np.array([[0.3, 0.1], [-0.2, 0.4]]), np.array([0.5, -0.25])
+    b = L.embedding_vector(W_bar, a_bar, mu_vec)
+    times = np.array([0.0, 1.0, 2.0])  # exactly on the top mode: θ(t) = r e^(t−T) b̄ (μ̄, 1)
+    Ws = np.stack([np.exp(t - 1.1) * b[:, None] * mu_vec[None] for t in times])
+    As = np.stack([np.exp(t - 1.1) * b for t in times])
+    d = L.phase1_decomposition_at(times, Ws, As, W_bar, a_bar, mu_vec, T=1.1, r=1.0, rate=1.0)
+    assert d.residual_m_norm < 1e-12 and d.r == pytest.approx(np.exp(-0.1))
+
+
+def test_alignment_gap():
+    u = np.array([1.0, 0.0])
+    assert L.alignment_gap(np.array([[2.0, 0.0], [-1.0, 0.0]]), np.array([1.0, -3.0]), u) == 0
+    assert L.alignment_gap(np.array([[0.0, 1.0]]), np.array([1.0]), u) == pytest.approx(1.0)

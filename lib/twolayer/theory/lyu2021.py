@@ -561,3 +561,43 @@ def local_maxima(values) -> np.ndarray:
     """Indices of the strict local maxima of a periodic 1-D sample (a circle)."""
     v = np.asarray(values, float)
     return np.flatnonzero((v > np.roll(v, 1)) & (v > np.roll(v, -1)))
+
+
+def first_passage_time(times, sizes, level: float) -> float:
+    """The time at which an exponentially growing size first reaches ``level``
+    (Lemma 5.2's ``t_r(σ)``): ``log sizes`` interpolated linearly between the two
+    samples that bracket ``level`` (exact for pure exponential growth)."""
+    t = np.asarray(times, float)
+    s = np.asarray(sizes, float)
+    if t.shape != s.shape or t.ndim != 1 or len(t) < 2:
+        raise ValueError(f"times and sizes must be 1-D of one length >= 2, got {t.shape}, {s.shape}")
+    level = positive(level, "level")
+    above = np.flatnonzero(s >= level)
+    if not len(above) or above[0] == 0:
+        raise ValueError(f"sizes must start below level {level:g} and reach it")
+    j = int(above[0])
+    l0, l1 = np.log(s[j - 1]), np.log(s[j])
+    return float(t[j - 1] + (np.log(level) - l0) / (l1 - l0) * (t[j] - t[j - 1]))
+
+
+def phase1_decomposition_at(times, Ws, As, W_bar, a_bar, mu_vec, T: float, r: float,
+                            rate: float) -> Phase1Decomposition:
+    """Lemma 5.2's decomposition at the snapshot nearest to ``T = T1(r)``, with
+    ``r`` moved to that snapshot's time along the growth ``e^{rate t}`` (so that
+    a run sampled on a grid is decomposed at its own ``T1``)."""
+    t = np.asarray(times, float)
+    k = int(np.argmin(np.abs(t - T)))
+    r_k = positive(r, "r") * np.exp(rate * (t[k] - T))
+    return phase1_decomposition(Ws[k], As[k], W_bar, a_bar, mu_vec, r_k)
+
+
+def alignment_gap(W, a, u) -> float:
+    """``1 − min_k sign(a_k) cos(w_k, u)``: 0 when every neuron points along
+    ``sign(a_k) u`` (Lemma 5.2 at ``T1(r)``, ``u = μ̄``); up to 2."""
+    W, a = _wa(W, a)
+    u = as_vector(u, "u", W.shape[1])
+    cos = (W @ u) / (np.linalg.norm(W, axis=1) * np.linalg.norm(u))
+    return float(1 - np.min(np.sign(a) * cos))
+
+
+__all__ += ["first_passage_time", "phase1_decomposition_at", "alignment_gap"]
