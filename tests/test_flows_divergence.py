@@ -1,5 +1,6 @@
 """Divergence is an error, not a NaN plot: the trainers stop at the first
 non-finite loss and say at which step and with which step size."""
+
 from __future__ import annotations
 
 import re
@@ -7,7 +8,6 @@ import re
 import numpy as np
 import pytest
 import torch
-
 from twolayer import data, flows, models
 
 
@@ -34,7 +34,9 @@ def test_nan_parameters_stop_at_step_zero(ds):
     net = models.TwoLayerNet(3, 5, seed=0)
     with torch.no_grad():
         next(net.parameters())[0, 0] = float("nan")
-    with pytest.raises(flows.DivergenceError, match=r"loss became nan at step 0 with step size lr=0\.1"):
+    with pytest.raises(
+        flows.DivergenceError, match=r"loss became nan at step 0 with step size lr=0\.1"
+    ):
         flows.gd(net, ds, lr=0.1, steps=10)
 
 
@@ -42,16 +44,25 @@ def test_nan_input_diverges_at_step_zero():
     bad = data.Dataset(np.ones((3, 2)), [1, -1, 1], "x", "")
     object.__setattr__(bad, "X", np.array([[np.nan, 1.0], [1.0, 1.0], [0.0, 1.0]]))
     net = models.TwoLayerNet(2, 3, seed=0)
-    with pytest.raises(flows.DivergenceError, match=r"at step 0 with step size lr=0\.1"):
+    with pytest.raises(
+        flows.DivergenceError, match=r"at step 0 with step size lr=0\.1"
+    ):
         flows.gd(net, bad, lr=0.1, steps=5)
 
 
 def test_overflowing_parameters_stop_the_run_even_with_a_finite_loss(ds):
     positive = data.Dataset(np.abs(ds.X), ds.y, "positive inputs", "test")
     net = models.TwoLayerNet(3, 5, seed=0)
-    with torch.no_grad():  # a neuron at -inf is inactive everywhere: the loss stays finite
-        next(net.parameters())[0] = torch.tensor([-float("inf"), 0.0, 0.0], dtype=torch.float64)
-    with pytest.raises(flows.DivergenceError, match=r"parameter .* became non-finite by step 16 .* lower the step size"):
+    with (
+        torch.no_grad()
+    ):  # a neuron at -inf is inactive everywhere: the loss stays finite
+        next(net.parameters())[0] = torch.tensor(
+            [-float("inf"), 0.0, 0.0], dtype=torch.float64
+        )
+    with pytest.raises(
+        flows.DivergenceError,
+        match=r"parameter .* became non-finite by step 16 .* lower the step size",
+    ):
         flows.gd(net, positive, lr=0.1, steps=40, snapshot_steps=[0, 40])
 
 

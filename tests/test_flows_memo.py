@@ -1,10 +1,10 @@
 """flows.memo: a finished run is stored under every input and returned again."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-
 from twolayer import data, flows, models
 from twolayer.flows import memo
 
@@ -41,7 +41,9 @@ def test_any_changed_input_is_a_different_run(store, ds):
         args = dict(scale=0.1, seed=0, alpha=0.0)
         args.update({k: kw.pop(k) for k in list(kw) if k in args})
         net = models.TwoLayerNet(3, 8, **args)
-        return flows.gd(net, kw.pop("data", ds), lr=kw.pop("lr", 0.5), steps=20, n_snapshots=3)
+        return flows.gd(
+            net, kw.pop("data", ds), lr=kw.pop("lr", 0.5), steps=20, n_snapshots=3
+        )
 
     run()
     run(seed=1)  # other initial parameters
@@ -71,10 +73,14 @@ def test_runs_with_callbacks_or_without_a_store_are_computed(store, ds, monkeypa
 
 
 def test_an_unreadable_entry_is_recomputed(store, ds):
-    first = flows.gd(models.TwoLayerNet(3, 6, seed=0), ds, lr=0.5, steps=5, n_snapshots=2)
+    first = flows.gd(
+        models.TwoLayerNet(3, 6, seed=0), ds, lr=0.5, steps=5, n_snapshots=2
+    )
     (entry,) = store.glob("*/*.pkl")
     entry.write_bytes(b"truncated")
-    traj = flows.gd(models.TwoLayerNet(3, 6, seed=0), ds, lr=0.5, steps=5, n_snapshots=2)
+    traj = flows.gd(
+        models.TwoLayerNet(3, 6, seed=0), ds, lr=0.5, steps=5, n_snapshots=2
+    )
     np.testing.assert_array_equal(traj.loss, first.loss)
     assert entry.read_bytes() != b"truncated"
     assert not list(store.glob("*/.*.tmp")), "no temporary file is left behind"
@@ -98,7 +104,9 @@ def test_a_new_code_version_removes_the_old_versions_entries(store, ds, monkeypa
 
 def test_gd_many_is_stored_and_restores_every_network(store, ds):
     def nets():
-        return [models.TwoLayerNet(3, 4, scale=sc, seed=s) for s, sc in ((0, 0.1), (1, 0.5))]
+        return [
+            models.TwoLayerNet(3, 4, scale=sc, seed=s) for s, sc in ((0, 0.1), (1, 0.5))
+        ]
 
     first, second = nets(), nets()
     a = flows.gd_many(first, ds, lr=0.5, steps=30, n_snapshots=3)
@@ -107,5 +115,7 @@ def test_gd_many_is_stored_and_restores_every_network(store, ds):
     for ta, tb, na, nb in zip(a, b, first, second):
         np.testing.assert_array_equal(ta.loss, tb.loss)
         assert torch.equal(na.W, nb.W) and torch.equal(na.a, nb.a)
-    flows.gd_many(nets()[::-1], ds, lr=0.5, steps=30, n_snapshots=3)  # other order: other run
+    flows.gd_many(
+        nets()[::-1], ds, lr=0.5, steps=30, n_snapshots=3
+    )  # other order: other run
     assert len(_entries(store)) == 2

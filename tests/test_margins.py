@@ -1,9 +1,9 @@
 """Hard-margin SVMs and the KKT check of the two-layer margin problem."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from twolayer import data
 from twolayer.theory import margins
 from twolayer.theory.phuong2021 import lemma_c1_check
@@ -30,20 +30,25 @@ def test_svm_duals_reconstruct_w_and_mark_support():
 
 
 def test_not_separable_raises_with_a_message():
-    with pytest.raises(margins.NotSeparableError, match="not linearly separable through the origin"):
+    with pytest.raises(
+        margins.NotSeparableError, match="not linearly separable through the origin"
+    ):
         margins.max_margin([[1.0, 0.0], [1.0, 0.0]], [1, -1])
     with pytest.raises(margins.NotSeparableError):
         margins.max_margin([[1.0, 0.0], [-1.0, 0.0]], [1, 1])
     assert issubclass(margins.NotSeparableError, ValueError)
 
 
-@pytest.mark.parametrize("X, y, match", [
-    (np.ones(4), [1, 1, 1, 1], "X must be 2-D"),
-    (np.ones((0, 2)), [], "X must be non-empty"),
-    (np.ones((2, 2)), [1, 2], r"y must contain only labels -1 and \+1"),
-    (np.ones((3, 2)), [1, -1], "y must have length 3"),
-    (np.ones((2, 2)), [[1, -1]], "y must be 1-D"),
-])
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        (np.ones(4), [1, 1, 1, 1], "X must be 2-D"),
+        (np.ones((0, 2)), [], "X must be non-empty"),
+        (np.ones((2, 2)), [1, 2], r"y must contain only labels -1 and \+1"),
+        (np.ones((3, 2)), [1, -1], "y must have length 3"),
+        (np.ones((2, 2)), [[1, -1]], "y must be 1-D"),
+    ],
+)
 def test_bad_input_names_the_argument(X, y, match):
     with pytest.raises(ValueError, match=match) as info:
         margins.max_margin(X, y)
@@ -81,7 +86,11 @@ def test_kkt_two_layer_bad_input(orthant):
 
 def test_margin_gradients_match_finite_differences():
     rng = np.random.default_rng(1)
-    W, a, X = rng.standard_normal((3, 2)), rng.standard_normal(3), rng.standard_normal((4, 2))
+    W, a, X = (
+        rng.standard_normal((3, 2)),
+        rng.standard_normal(3),
+        rng.standard_normal((4, 2)),
+    )
     y = np.array([1.0, -1.0, 1.0, -1.0])
     G = margins._margin_gradients(W, a, X, y, 0.1)
     theta = np.concatenate([W.ravel(), a])
@@ -92,5 +101,8 @@ def test_margin_gradients_match_finite_differences():
         return y * (np.where(Z > 0, Z, 0.1 * Z) @ at)
 
     eps = 1e-6
-    num = np.stack([(q(theta + eps * e) - q(theta - eps * e)) / (2 * eps) for e in np.eye(9)], axis=1)
+    num = np.stack(
+        [(q(theta + eps * e) - q(theta - eps * e)) / (2 * eps) for e in np.eye(9)],
+        axis=1,
+    )
     assert np.allclose(G, num, atol=1e-6)

@@ -1,10 +1,10 @@
 """Shared measurements: spectra, ranks, cosines, patterns, margins."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-
 from twolayer import metrics
 
 
@@ -12,7 +12,9 @@ def test_singular_values_and_ranks():
     W = np.diag([3.0, 2.0, 1.0])
     assert np.allclose(metrics.singular_values(W), [3, 2, 1])
     assert np.allclose(metrics.singular_values(W, 2), [3, 2])
-    assert np.isclose(metrics.rank_ratio(W, 1), 2 / 3) and np.isclose(metrics.rank_ratio(W, 2), 1 / 3)
+    assert np.isclose(metrics.rank_ratio(W, 1), 2 / 3) and np.isclose(
+        metrics.rank_ratio(W, 2), 1 / 3
+    )
     assert metrics.rank_ratio(np.outer([1, 2], [3, 4]), 1) < 1e-12
     assert metrics.rank_ratio(W, 5) == 0.0
     assert np.isclose(metrics.stable_rank(W), 14 / 9)
@@ -30,7 +32,9 @@ def test_top_singular_directions():
 def test_cosines():
     assert np.isclose(metrics.cosine([1, 0], [1, 1]), 1 / np.sqrt(2))
     assert metrics.cosine([0, 0], [1, 1]) == 0.0
-    assert np.isclose(metrics.cosine(torch.tensor([1.0, 2.0]), np.array([2.0, 4.0])), 1.0)
+    assert np.isclose(
+        metrics.cosine(torch.tensor([1.0, 2.0]), np.array([2.0, 4.0])), 1.0
+    )
     c = metrics.row_cosines(np.array([[1.0, 0], [0, 2], [0, 0], [-1, 0]]), [3.0, 0])
     assert np.allclose(c, [1, 0, 0, -1])
     with pytest.raises(ValueError, match="ref must have length 2"):
@@ -49,7 +53,10 @@ def test_neuron_norms_patterns_and_dead_neurons():
 
 def test_margins_and_norms():
     assert metrics.margins([2.0, -1.0], [1, -1]).tolist() == [2.0, 1.0]
-    assert np.isclose(metrics.normalized_margin([2.0, -1.0], [1, -1], param_norm=2.0, homogeneity=2), 0.25)
+    assert np.isclose(
+        metrics.normalized_margin([2.0, -1.0], [1, -1], param_norm=2.0, homogeneity=2),
+        0.25,
+    )
     assert np.isclose(metrics.normalized_margin([8.0], [1], 2.0, homogeneity=3), 1.0)
     with pytest.raises(ValueError, match="param_norm must be > 0"):
         metrics.normalized_margin([1.0], [1], 0.0, homogeneity=2)
@@ -66,12 +73,23 @@ def test_gram_sign_violations_and_class_separation():
     assert np.isclose(metrics.gram_sign_violations(R, np.array([1, -1, -1])), 2 / 3)
     assert metrics.gram_sign_violations(R[:1], y[:1]) == 0.0
     assert metrics.class_separation(R, y) > 1.5
-    assert metrics.class_separation(np.ones((4, 2)), [1, -1, 1, -1]) == pytest.approx(0.0)
+    assert metrics.class_separation(np.ones((4, 2)), [1, -1, 1, -1]) == pytest.approx(
+        0.0
+    )
 
 
-@pytest.mark.parametrize("fn", [metrics.singular_values, metrics.neuron_norms, metrics.stable_rank])
-@pytest.mark.parametrize("bad, match", [(np.ones(3), "W must be 2-D"), (np.ones((0, 3)), "W must be non-empty"),
-                                        ([[np.inf, 1.0]], "W contains NaN"), ("abc", "W must be a numeric array")])
+@pytest.mark.parametrize(
+    "fn", [metrics.singular_values, metrics.neuron_norms, metrics.stable_rank]
+)
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.ones(3), "W must be 2-D"),
+        (np.ones((0, 3)), "W must be non-empty"),
+        ([[np.inf, 1.0]], "W contains NaN"),
+        ("abc", "W must be a numeric array"),
+    ],
+)
 def test_bad_matrices_name_the_argument(fn, bad, match):
     with pytest.raises(ValueError, match=match):
         fn(bad)

@@ -1,10 +1,11 @@
-"""The networks: initialisations, the fixed second layer, the activation, bad arguments."""
+"""The networks: initialisations, the fixed second layer, the activation, bad
+arguments."""
+
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
-
 from twolayer import data, flows, models
 
 
@@ -14,19 +15,25 @@ def test_balanced_init_has_a_equal_plus_minus_norm_w():
     assert W.shape == (200, 5) and a.shape == (200,)
     assert np.allclose(np.abs(a), np.linalg.norm(W, axis=1))
     assert (a > 0).any() and (a < 0).any()
-    assert np.isclose(np.sqrt((W ** 2).sum(1).mean()), 0.3, rtol=0.1), "w_j ~ N(0, I/d)·scale"
+    assert np.isclose(np.sqrt((W**2).sum(1).mean()), 0.3, rtol=0.1), (
+        "w_j ~ N(0, I/d)·scale"
+    )
 
 
 def test_balanced_init_with_given_signs():
     s = np.array([1, -1, 1, -1])
     W, a = models.TwoLayerNet(3, 4, signs=s, seed=0).weights()
-    assert np.array_equal(np.sign(a), s) and np.allclose(np.abs(a), np.linalg.norm(W, axis=1))
+    assert np.array_equal(np.sign(a), s) and np.allclose(
+        np.abs(a), np.linalg.norm(W, axis=1)
+    )
     with pytest.raises(ValueError, match="signs must be a ±1 vector of length 4"):
         models.TwoLayerNet(3, 4, signs=[1, 0, 1, 1])
 
 
 def test_gaussian_init_scales():
-    W, a = models.TwoLayerNet(50, 400, init="gaussian", scale=0.01, second_layer_scale=3.0, seed=0).weights()
+    W, a = models.TwoLayerNet(
+        50, 400, init="gaussian", scale=0.01, second_layer_scale=3.0, seed=0
+    ).weights()
     assert np.isclose(W.std(), 0.01, rtol=0.05)
     assert np.isclose(a.std(), 0.03, rtol=0.15)
 
@@ -34,7 +41,9 @@ def test_gaussian_init_scales():
 def test_default_init_is_scaled_pytorch_uniform():
     d, m, scale = 16, 100, 0.5
     W, a = models.TwoLayerNet(d, m, init="default", scale=scale, seed=0).weights()
-    assert np.abs(W).max() <= scale / np.sqrt(d) and np.abs(W).max() > 0.9 * scale / np.sqrt(d)
+    assert np.abs(W).max() <= scale / np.sqrt(d) and np.abs(
+        W
+    ).max() > 0.9 * scale / np.sqrt(d)
     assert np.abs(a).max() <= scale / np.sqrt(m)
 
 
@@ -63,38 +72,51 @@ def test_fixed_second_layer_is_not_trained():
 def test_leaky_activation_and_forward():
     net = models.TwoLayerNet(2, 3, alpha=0.2, seed=0)
     z = torch.tensor([-2.0, 0.0, 3.0], dtype=torch.float64)
-    assert torch.allclose(net.activation(z), torch.tensor([-0.4, 0.0, 3.0], dtype=torch.float64))
+    assert torch.allclose(
+        net.activation(z), torch.tensor([-0.4, 0.0, 3.0], dtype=torch.float64)
+    )
     relu = models.TwoLayerNet(2, 3, alpha=0.0, seed=0)
-    assert torch.equal(relu.activation(z), torch.tensor([0.0, 0.0, 3.0], dtype=torch.float64))
+    assert torch.equal(
+        relu.activation(z), torch.tensor([0.0, 0.0, 3.0], dtype=torch.float64)
+    )
     X = np.random.default_rng(0).standard_normal((7, 2))
     W, a = net.weights()
     assert np.allclose(net.predict(X), models.two_layer_output(W, a, X, alpha=0.2))
-    assert np.allclose(relu.predict(X), np.maximum(X @ relu.weights()[0].T, 0) @ relu.weights()[1])
+    assert np.allclose(
+        relu.predict(X), np.maximum(X @ relu.weights()[0].T, 0) @ relu.weights()[1]
+    )
 
 
 def test_predict_on_a_read_only_dataset_copies_without_warning(recwarn):
     ds = data.two_gaussians(5, 2, seed=0)
     net = models.TwoLayerNet(2, 3, seed=0)
     out = net.predict(ds.X)
-    assert out.shape == (5,) and not [w for w in recwarn if "not writable" in str(w.message)]
+    assert out.shape == (5,) and not [
+        w for w in recwarn if "not writable" in str(w.message)
+    ]
 
 
 def test_two_layer_net_is_two_homogeneous():
     net = models.TwoLayerNet(3, 5, alpha=0.1, seed=0)
     X = np.random.default_rng(1).standard_normal((4, 3))
     W, a = net.weights()
-    assert np.allclose(models.two_layer_output(2 * W, 2 * a, X, 0.1), 4 * net.predict(X))
+    assert np.allclose(
+        models.two_layer_output(2 * W, 2 * a, X, 0.1), 4 * net.predict(X)
+    )
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(d=0, width=3), "d must be a positive integer"),
-    (dict(d=2.5, width=3), "d must be a positive integer"),
-    (dict(d=2, width=0), "width must be a positive integer"),
-    (dict(d=2, width=3, alpha=1.0), r"alpha must be in \[0, 1\)"),
-    (dict(d=2, width=3, alpha=-0.1), r"alpha must be in \[0, 1\)"),
-    (dict(d=2, width=3, init="xavier"), "init must be one of"),
-    (dict(d=2, width=3, scale=0.0), "scale must be > 0"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(d=0, width=3), "d must be a positive integer"),
+        (dict(d=2.5, width=3), "d must be a positive integer"),
+        (dict(d=2, width=0), "width must be a positive integer"),
+        (dict(d=2, width=3, alpha=1.0), r"alpha must be in \[0, 1\)"),
+        (dict(d=2, width=3, alpha=-0.1), r"alpha must be in \[0, 1\)"),
+        (dict(d=2, width=3, init="xavier"), "init must be one of"),
+        (dict(d=2, width=3, scale=0.0), "scale must be > 0"),
+    ],
+)
 def test_two_layer_net_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         models.TwoLayerNet(**kwargs)
@@ -118,7 +140,16 @@ def test_conv_net_forward_shape_and_representations():
     assert net(x).shape == (3,)
     reps = net.representations(x)
     assert len(reps) == 8
-    assert [r.shape[1] for r in reps] == [784, 4 * 784, 4 * 196, 8 * 196, 8 * 49, 64 * 49, 64 * 49, 16]
+    assert [r.shape[1] for r in reps] == [
+        784,
+        4 * 784,
+        4 * 196,
+        8 * 196,
+        8 * 49,
+        64 * 49,
+        64 * 49,
+        16,
+    ]
     with pytest.raises(ValueError, match="fc_scale must be > 0"):
         models.ConvNet(fc_scale=0)
 
@@ -127,23 +158,27 @@ def test_building_residual_or_conv_nets_leaves_the_global_generator_alone():
     """Every network seeds its own initialisation (like TwoLayerNet's generator):
     the numbers a caller draws after building one do not depend on it."""
     import torch
-
     from twolayer import models
 
-    for build in (lambda: models.ResidualNet(3, 4, seed=5), lambda: models.ConvNet(seed=5)):
+    for build in (
+        lambda: models.ResidualNet(3, 4, seed=5),
+        lambda: models.ConvNet(seed=5),
+    ):
         torch.manual_seed(123)
         expected = torch.rand(3)
         torch.manual_seed(123)
         first = build()
         assert torch.equal(torch.rand(3), expected)
         second = build()  # same seed, same weights, whatever the global state
-        assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters()))
+        assert all(
+            torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters())
+        )
 
 
 def test_homogeneity_counts_only_trainable_layers():
-    """f is 2-homogeneous in (W, a) but 1-homogeneous in W under a fixed second layer."""
+    """f is 2-homogeneous in (W, a) but 1-homogeneous in W under a fixed second
+    layer."""
     import torch
-
     from twolayer import models
 
     free = models.TwoLayerNet(3, 4, seed=0)
@@ -154,7 +189,7 @@ def test_homogeneity_counts_only_trainable_layers():
         with torch.no_grad():
             for p in net.parameters():
                 p.mul_(3.0)
-        assert torch.allclose(net(x), 3.0 ** net.homogeneity * before)
+        assert torch.allclose(net(x), 3.0**net.homogeneity * before)
     assert (free.homogeneity, fixed.homogeneity) == (2, 1)
 
 
@@ -163,5 +198,8 @@ def test_convnet_without_fc_biases():
     assert net.fc7.bias is None and net.fc8.bias is None
     assert net(torch.zeros(2, 784)).shape == (2,)
     with_bias = models.ConvNet((4, 4), seed=0)
-    count = lambda m: sum(p.numel() for p in m.parameters())
+
+    def count(m):
+        return sum(p.numel() for p in m.parameters())
+
     assert count(with_bias) - count(net) == 128 + 1

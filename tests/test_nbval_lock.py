@@ -6,6 +6,7 @@ nbval (in the mode ``make test`` uses: ``--nbval-lax``, so only the cell
 tagged ``nbval-check-output`` is compared) passes on it. Then one value in the
 notebook is perturbed: nbval must fail and show the two tables.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,22 +31,52 @@ def make_root(root: Path) -> Path:
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
     (root / "book").mkdir(parents=True)
     (root / "book" / "intro.md").write_text("# Test book\n")
-    write_test_notebook(root, NB, "# Locked", "n = 20  # number of terms", BODY,
-                        ["'synthesis.locked.value', 'the sum', value, '<', 1e6, 'finite by construction'"])
-    shutil.copytree(LIB, root / "lib" / "twolayer", ignore=shutil.ignore_patterns("__pycache__"))
+    write_test_notebook(
+        root,
+        NB,
+        "# Locked",
+        "n = 20  # number of terms",
+        BODY,
+        [
+            "'synthesis.locked.value', 'the sum', value, '<', 1e6, 'finite by "
+            "construction'"
+        ],
+    )
+    shutil.copytree(
+        LIB, root / "lib" / "twolayer", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return root
 
 
 def twolayer(root: Path, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "TWOLAYER_ROOT": str(root), "TWOLAYER_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "twolayer.pipeline", *args], env=env,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "twolayer.pipeline", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def nbval(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env", "-q",
-                           "-p", "no:cacheprovider", str(path)],
-                          capture_output=True, text=True, timeout=600, cwd=path.parent)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--nbval-lax",
+            "--nbval-current-env",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=path.parent,
+    )
 
 
 def test_nbval_reports_a_changed_claim_value(tmp_path):
@@ -53,13 +84,16 @@ def test_nbval_reports_a_changed_claim_value(tmp_path):
     done = twolayer(root, "execute", NB)
     assert done.returncode == 0, done.stdout + done.stderr
     locked = twolayer(root, "lock", NB)
-    assert locked.returncode == 0 and f"locked {NB}" in locked.stdout, locked.stdout + locked.stderr
+    assert locked.returncode == 0 and f"locked {NB}" in locked.stdout, (
+        locked.stdout + locked.stderr
+    )
 
     source = root / "book" / f"{NB}.ipynb"
     cells = json.loads(source.read_text())["cells"]
     stored = [c for c in cells if c["cell_type"] == "code" and c["outputs"]]
-    assert len(stored) == 1 and "nbval-check-output" in stored[0]["metadata"]["tags"], \
+    assert len(stored) == 1 and "nbval-check-output" in stored[0]["metadata"]["tags"], (
         "only the claims cell keeps its output"
+    )
     table = "".join(stored[0]["outputs"][0]["text"])
     assert "synthesis.locked.value" in table and "190" in table, table
 

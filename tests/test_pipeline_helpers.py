@@ -1,5 +1,6 @@
 """Fast checks of the pipeline's helpers (the slow, end-to-end behaviour is in
 ``test_pipeline_reliability.py``)."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from twolayer import pipeline
 
 
@@ -29,25 +29,51 @@ def test_a_dead_owner_makes_a_folder_abandoned(tmp_path):
 
 
 def test_kernel_start_failures_are_recognised():
-    assert pipeline.runner._kernel_start_failed(RuntimeError("Kernel died before replying to kernel_info"))
+    assert pipeline.runner._kernel_start_failed(
+        RuntimeError("Kernel died before replying to kernel_info")
+    )
     assert not pipeline.runner._kernel_start_failed(RuntimeError("something else"))
-    assert not pipeline.runner._kernel_start_failed(ValueError("Kernel died before replying to kernel_info"))
+    assert not pipeline.runner._kernel_start_failed(
+        ValueError("Kernel died before replying to kernel_info")
+    )
 
 
 def test_seeds_are_the_parameters_named_seed():
-    assert pipeline.record._seeds({"n": "5", "seed": "0", "data_seed": "3"}) == {"seed": "0", "data_seed": "3"}
+    assert pipeline.record._seeds({"n": "5", "seed": "0", "data_seed": "3"}) == {
+        "seed": "0",
+        "data_seed": "3",
+    }
     assert pipeline.record._seeds({"n": "5"}) == {}
 
 
 def test_run_record_cell_lists_seed_versions_parameters_time():
-    meta = dict(key="k" * 24, parameters={"lr": 0.2}, effective_parameters={"lr": "0.2", "seed": "0", "s": "'a|b'"},
-                seeds={"seed": "0"}, seconds=12.34, threads=1, machine="x86_64, 2 cores",
-                finished="2026-01-01 00:00:00", data="embedded",
-                versions={"python": "3.11.7", "torch": "2.13.0", "numpy": "2.0", "cvxpy": "1.5"})
+    meta = dict(
+        key="k" * 24,
+        parameters={"lr": 0.2},
+        effective_parameters={"lr": "0.2", "seed": "0", "s": "'a|b'"},
+        seeds={"seed": "0"},
+        seconds=12.34,
+        threads=1,
+        machine="x86_64, 2 cores",
+        finished="2026-01-01 00:00:00",
+        data="embedded",
+        versions={
+            "python": "3.11.7",
+            "torch": "2.13.0",
+            "numpy": "2.0",
+            "cvxpy": "1.5",
+        },
+    )
     cell = pipeline.record._run_record_cell(meta)
     assert cell.metadata["tags"] == ["run-record"]
-    for needle in ("wall time **12.3 s**", "seed: `seed = 0`", "changed from the defaults: `lr`",
-                   "python 3.11.7, torch 2.13.0, numpy 2.0, cvxpy 1.5", "| `lr` | `0.2` |", "`'a\\|b'`"):
+    for needle in (
+        "wall time **12.3 s**",
+        "seed: `seed = 0`",
+        "changed from the defaults: `lr`",
+        "python 3.11.7, torch 2.13.0, numpy 2.0, cvxpy 1.5",
+        "| `lr` | `0.2` |",
+        "`'a\\|b'`",
+    ):
         assert needle in cell.source, needle
 
 
@@ -55,63 +81,170 @@ def test_claims_ledger_summary(tmp_path):
     paths = pipeline.Paths(tmp_path)
     out = paths.executed / "lyu2021"
     out.mkdir(parents=True)
-    base = dict(source="Thm 4.2", relation="<=", threshold=2.0, why="w", diagnosis="", note="")
-    claims = [dict(base, id="lyu2021.a.b", kind="prediction", statement="a | b", measured=1.0,
-                   seeds=5, spread=[0.5, 1.0], horizon="t = 1e300",
-                   rival=dict(name="linear model", measured=7.5e-9, spread=[7.5e-9, 9e-9],
-                              horizon="early phase"), verdict="holds"),
-              dict(base, id="lyu2021.a.f", kind="finding", statement="f", measured=1.0, seeds=5,
-                   spread=[0.9, 1.0], horizon="t = 1e300", verdict="holds",
-                   rival=dict(name="large init", measured=3.0, spread=[3.0, 4.0], horizon="t = 1e300")),
-              dict(base, id="lyu2021.a.c", kind="identity", statement="c", measured=3.0, rival=None,
-                   verdict="fails"),
-              dict(base, id="lyu2021.a.d", kind="prediction", statement="d", measured=3.0e12, verdict="does not reproduce",
-                   rival=dict(name="r", measured=4.0), diagnosis="ran longer: same")]
-    (out / "nb.claims.json").write_text(json.dumps({"notebook": "lyu2021/nb", "claims": claims}))
+    base = dict(
+        source="Thm 4.2", relation="<=", threshold=2.0, why="w", diagnosis="", note=""
+    )
+    claims = [
+        dict(
+            base,
+            id="lyu2021.a.b",
+            kind="prediction",
+            statement="a | b",
+            measured=1.0,
+            seeds=5,
+            spread=[0.5, 1.0],
+            horizon="t = 1e300",
+            rival=dict(
+                name="linear model",
+                measured=7.5e-9,
+                spread=[7.5e-9, 9e-9],
+                horizon="early phase",
+            ),
+            verdict="holds",
+        ),
+        dict(
+            base,
+            id="lyu2021.a.f",
+            kind="finding",
+            statement="f",
+            measured=1.0,
+            seeds=5,
+            spread=[0.9, 1.0],
+            horizon="t = 1e300",
+            verdict="holds",
+            rival=dict(
+                name="large init", measured=3.0, spread=[3.0, 4.0], horizon="t = 1e300"
+            ),
+        ),
+        dict(
+            base,
+            id="lyu2021.a.c",
+            kind="identity",
+            statement="c",
+            measured=3.0,
+            rival=None,
+            verdict="fails",
+        ),
+        dict(
+            base,
+            id="lyu2021.a.d",
+            kind="prediction",
+            statement="d",
+            measured=3.0e12,
+            verdict="does not reproduce",
+            rival=dict(name="r", measured=4.0),
+            diagnosis="ran longer: same",
+        ),
+    ]
+    (out / "nb.claims.json").write_text(
+        json.dumps({"notebook": "lyu2021/nb", "claims": claims})
+    )
     text = pipeline.claims_markdown(paths)
-    assert "**4 claims: 2 hold, 1 do not reproduce, 0 assumption(s) not met, 1 fail.**" in text
+    assert (
+        "**4 claims: 2 hold, 1 do not reproduce, 0 assumption(s) not met, 1 fail.**"
+        in text
+    )
     assert "| lyu2021 | 4 | 2 | 1 | 1 | 0 | 2 | 1 | 0 | 1 |" in text, text
-    assert "| prediction | 2 | 1 | 1 | 0 | 0 |" in text and "| identity | 1 | 0 | 0 | 0 | 1 |" in text
+    assert (
+        "| prediction | 2 | 1 | 1 | 0 | 0 |" in text
+        and "| identity | 1 | 0 | 0 | 0 | 1 |" in text
+    )
     assert "| finding | 1 | 1 | 0 | 0 | 0 |" in text
     assert "a \\| b" in text and "✓ holds" in text and "✗ **fails**" in text
-    assert "linear model: 7.5e-9 [7.5e-9, 9e-9] (at early phase)" in text and "| 5 | 1 [0.5, 1] |" in text
+    assert (
+        "linear model: 7.5e-9 [7.5e-9, 9e-9] (at early phase)" in text
+        and "| 5 | 1 [0.5, 1] |" in text
+    )
     assert "3e+12" in text and "⚠ does not reproduce: ran longer: same" in text
 
 
-
 def test_placeholders_name_the_page_setting():
-    nb = {"cells": [{"cell_type": "code", "source": "x = {{a}}"},
-                    {"cell_type": "markdown", "source": ["# Digits {{pos_digit}} vs {{ neg_digit }}\n", "text"]}]}
-    out = pipeline.fill_placeholders(nb, {"pos_digit": 3, "neg_digit": 8}, "min2024/fig5__digits_3_8")
-    assert out["cells"][1]["source"] == "# Digits 3 vs 8\ntext" and out["cells"][0]["source"] == "x = {{a}}"
-    with pytest.raises(ValueError, match=r"min2024/x: placeholder \{\{nope\}\} names no parameter"):
-        pipeline.fill_placeholders({"cells": [{"cell_type": "markdown", "source": "{{nope}}"}]}, {}, "min2024/x")
+    nb = {
+        "cells": [
+            {"cell_type": "code", "source": "x = {{a}}"},
+            {
+                "cell_type": "markdown",
+                "source": ["# Digits {{pos_digit}} vs {{ neg_digit }}\n", "text"],
+            },
+        ]
+    }
+    out = pipeline.fill_placeholders(
+        nb, {"pos_digit": 3, "neg_digit": 8}, "min2024/fig5__digits_3_8"
+    )
+    assert (
+        out["cells"][1]["source"] == "# Digits 3 vs 8\ntext"
+        and out["cells"][0]["source"] == "x = {{a}}"
+    )
+    with pytest.raises(
+        ValueError, match=r"min2024/x: placeholder \{\{nope\}\} names no parameter"
+    ):
+        pipeline.fill_placeholders(
+            {"cells": [{"cell_type": "markdown", "source": "{{nope}}"}]},
+            {},
+            "min2024/x",
+        )
 
 
 def test_placeholders_in_figure_captions_name_the_run_value():
-    figure = {"mystnb": {"figure": {"caption": "points (1, ±h), h = {{bent_h}}.", "name": "f"}}}
+    figure = {
+        "mystnb": {
+            "figure": {"caption": "points (1, ±h), h = {{bent_h}}.", "name": "f"}
+        }
+    }
     nb = {"cells": [{"cell_type": "code", "source": "plot()", "metadata": figure}]}
     out = pipeline.fill_placeholders(nb, {"bent_h": 3.5}, "lyu2021/fig1")
-    assert out["cells"][0]["metadata"]["mystnb"]["figure"]["caption"] == "points (1, ±h), h = 3.5."
-    nb["cells"][0]["metadata"]["mystnb"]["figure"]["caption"] = "to t = {{t_max}}, {{steps}} steps"
-    out = pipeline.fill_placeholders(nb, {"t_max": 1e300, "steps": 3000}, "lyu2021/fig1")
-    assert out["cells"][0]["metadata"]["mystnb"]["figure"]["caption"] == "to t = 1e+300, 3000 steps"
+    assert (
+        out["cells"][0]["metadata"]["mystnb"]["figure"]["caption"]
+        == "points (1, ±h), h = 3.5."
+    )
+    nb["cells"][0]["metadata"]["mystnb"]["figure"]["caption"] = (
+        "to t = {{t_max}}, {{steps}} steps"
+    )
+    out = pipeline.fill_placeholders(
+        nb, {"t_max": 1e300, "steps": 3000}, "lyu2021/fig1"
+    )
+    assert (
+        out["cells"][0]["metadata"]["mystnb"]["figure"]["caption"]
+        == "to t = 1e+300, 3000 steps"
+    )
     with pytest.raises(ValueError, match=r"lyu2021/fig1: placeholder \{\{bent_h\}\}"):
-        pipeline.fill_placeholders(nb | {"cells": [{"cell_type": "code", "source": "", "metadata": {
-            "mystnb": {"figure": {"caption": "h = {{bent_h}}"}}}}]}, {}, "lyu2021/fig1")
+        pipeline.fill_placeholders(
+            nb
+            | {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "source": "",
+                        "metadata": {
+                            "mystnb": {"figure": {"caption": "h = {{bent_h}}"}}
+                        },
+                    }
+                ]
+            },
+            {},
+            "lyu2021/fig1",
+        )
 
 
 def test_a_package_version_change_misses_the_cache(tmp_path, monkeypatch):
     from notebook_factory import write_test_notebook
 
     (tmp_path / "_toc.yml").write_text("root: x\n")
-    write_test_notebook(tmp_path, "synthesis/a", "# a", "n = 1  # n", "x = n",
-                        ["'synthesis.a.x', 'x', x, '==', 1, 'w'"])
+    write_test_notebook(
+        tmp_path,
+        "synthesis/a",
+        "# a",
+        "n = 1  # n",
+        "x = n",
+        ["'synthesis.a.x', 'x', x, '==', 1, 'w'"],
+    )
     paths = pipeline.Paths(tmp_path)
     before = pipeline.cache_key(paths, "synthesis/a", {})
     assert pipeline.cache_key(paths, "synthesis/a", {}) == before
     versions = pipeline.cache._versions()
-    monkeypatch.setattr(pipeline.cache, "_versions", lambda: {**versions, "torch": "9.9.9"})
+    monkeypatch.setattr(
+        pipeline.cache, "_versions", lambda: {**versions, "torch": "9.9.9"}
+    )
     assert pipeline.cache_key(paths, "synthesis/a", {}) != before
 
 
@@ -124,7 +257,9 @@ def test_a_clean_build_orders_pages_by_the_last_benchmark(tmp_path):
     paths = pipeline.Paths(tmp_path)
     assert runner._last_seconds(paths, "ch/a") == 0.0
     (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "results.json").write_text(_json.dumps({"times": {"ch/a": 12.5}}))
+    (tmp_path / "benchmarks" / "results.json").write_text(
+        _json.dumps({"times": {"ch/a": 12.5}})
+    )
     assert runner._last_seconds(paths, "ch/a") == 12.5
     meta = paths.executed / "ch" / "a.meta.json"
     meta.parent.mkdir(parents=True)

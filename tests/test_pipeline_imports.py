@@ -1,12 +1,12 @@
 """A page's cache key follows the library modules its notebook imports (issue:
 a one-module edit re-executes only the pages that import that module)."""
+
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
 
 import pytest
-
 from twolayer import pipeline
 from twolayer.pipeline import imports
 
@@ -24,13 +24,26 @@ def _code_notebook(path: Path, *cells: str) -> Path:
 
 
 def test_direct_and_transitive_imports(tmp_path):
-    nb = _code_notebook(tmp_path / "a.ipynb", "import numpy as np\nfrom twolayer.theory import lyu2021",
-                        "%matplotlib inline\nfrom twolayer import plots")
+    nb = _code_notebook(
+        tmp_path / "a.ipynb",
+        "import numpy as np\nfrom twolayer.theory import lyu2021",
+        "%matplotlib inline\nfrom twolayer import plots",
+    )
     mods = imports.notebook_modules(LIB, nb)
     # direct, their packages, what they import (relative imports included)
-    assert {"twolayer", "twolayer.theory", "twolayer.theory.lyu2021", "twolayer.plots",
-            "twolayer.metrics", "twolayer.validation", "twolayer.pipeline.record"} <= mods
-    assert "twolayer.theory.sarussi2021" not in mods and "twolayer.pipeline.cli" not in mods
+    assert {
+        "twolayer",
+        "twolayer.theory",
+        "twolayer.theory.lyu2021",
+        "twolayer.plots",
+        "twolayer.metrics",
+        "twolayer.validation",
+        "twolayer.pipeline.record",
+    } <= mods
+    assert (
+        "twolayer.theory.sarussi2021" not in mods
+        and "twolayer.pipeline.cli" not in mods
+    )
 
 
 def test_imports_inside_functions_count(tmp_path):
@@ -54,14 +67,22 @@ def book_copy(tmp_path):
     """The book's sources and library in a scratch root (edits stay there)."""
     for name in ("_toc.yml", "_config.yml"):
         shutil.copy(ROOT / name, tmp_path / name)
-    shutil.copytree(ROOT / "book", tmp_path / "book", ignore=shutil.ignore_patterns("*.ipynb_checkpoints"))
-    shutil.copytree(LIB, tmp_path / "lib" / "twolayer", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "book",
+        tmp_path / "book",
+        ignore=shutil.ignore_patterns("*.ipynb_checkpoints"),
+    )
+    shutil.copytree(
+        LIB, tmp_path / "lib" / "twolayer", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return pipeline.Paths(tmp_path)
 
 
 def _keys(paths):
-    return {nb: pipeline.cache_key(paths, nb, pipeline.page_parameters(paths, nb))
-            for nb in pipeline.book_pages(paths)}
+    return {
+        nb: pipeline.cache_key(paths, nb, pipeline.page_parameters(paths, nb))
+        for nb in pipeline.book_pages(paths)
+    }
 
 
 def test_one_module_edit_invalidates_only_its_importers(book_copy):
@@ -71,11 +92,17 @@ def test_one_module_edit_invalidates_only_its_importers(book_copy):
     module.write_text(module.read_text() + "\n# an edit\n")
     after = _keys(paths)
     changed = {nb for nb in before if before[nb] != after[nb]}
-    importers = {nb for nb in before
-                 if "twolayer.theory.sarussi2021" in imports.notebook_modules(paths.lib, pipeline.resolve(paths, nb))}
+    importers = {
+        nb
+        for nb in before
+        if "twolayer.theory.sarussi2021"
+        in imports.notebook_modules(paths.lib, pipeline.resolve(paths, nb))
+    }
     assert changed == importers
     assert any(nb.startswith("sarussi2021/") for nb in changed)
-    assert not any(nb.startswith("lyu2021/") for nb in changed)  # Lyu's pages do not import it
+    assert not any(
+        nb.startswith("lyu2021/") for nb in changed
+    )  # Lyu's pages do not import it
 
 
 def test_a_package_init_edit_invalidates_every_page(book_copy):

@@ -6,6 +6,7 @@ only what is missing.
 Each test builds a throw-away book of tiny notebooks (no torch) in a temporary
 folder and runs the real ``twolayer`` command on it through ``TWOLAYER_ROOT``.
 """
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from notebook_factory import write_test_notebook
-
 from twolayer.pipeline import kernels
 
 pytestmark = pytest.mark.slow
@@ -29,13 +29,23 @@ SLEEP_ENV = "TWOLAYER_TEST_SLEEP"
 
 def twolayer_cmd() -> list[str]:
     script = Path(sys.executable).with_name("twolayer")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "twolayer.pipeline"]
+    return (
+        [str(script)]
+        if script.exists()
+        else [sys.executable, "-m", "twolayer.pipeline"]
+    )
 
 
 def write_notebook(root: Path, nb: str, body: str) -> None:
     """``book/<nb>.ipynb``: a parameters cell, ``body``, and a claims cell."""
-    write_test_notebook(root, nb, f"# {nb}", "seed = 0  # seed of nothing in particular", body,
-                        [f"'{nb.replace('/', '.')}.ran', 'the notebook ran', 1, '==', 1, 'trivial'"])
+    write_test_notebook(
+        root,
+        nb,
+        f"# {nb}",
+        "seed = 0  # seed of nothing in particular",
+        body,
+        [f"'{nb.replace('/', '.')}.ran', 'the notebook ran', 1, '==', 1, 'trivial'"],
+    )
 
 
 def make_book(root: Path, notebooks: dict[str, str]) -> Path:
@@ -46,10 +56,17 @@ def make_book(root: Path, notebooks: dict[str, str]) -> Path:
     return root
 
 
-def run(root: Path, *args: str, sleep: float = 0.0, timeout: float = 300) -> subprocess.CompletedProcess:
+def run(
+    root: Path, *args: str, sleep: float = 0.0, timeout: float = 300
+) -> subprocess.CompletedProcess:
     env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: str(sleep)}
-    return subprocess.run(twolayer_cmd() + list(args), env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        twolayer_cmd() + list(args),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def cache_state(root: Path) -> tuple[list[Path], list[Path]]:
@@ -90,13 +107,22 @@ def kernels_of(root: Path) -> list[int]:
     return pids
 
 
-SLOW = f"import os, time\ntime.sleep(float(os.environ.get({SLEEP_ENV!r}, '0')))\nslept = True"
+SLOW = (
+    "import os, time\n"
+    f"time.sleep(float(os.environ.get({SLEEP_ENV!r}, '0')))\n"
+    "slept = True"
+)
 FAST = "x = sum(range(10))"
 
 
 def test_failing_notebook_is_reported_and_build_exits_nonzero(tmp_path):
-    root = make_book(tmp_path, {"synthesis/good": FAST,
-                                "synthesis/broken": "def ratio(a, b):\n    return a / b\n\nratio(1, 0)"})
+    root = make_book(
+        tmp_path,
+        {
+            "synthesis/good": FAST,
+            "synthesis/broken": "def ratio(a, b):\n    return a / b\n\nratio(1, 0)",
+        },
+    )
     res = run(root, "build", "--jobs", "2")
     assert res.returncode != 0, res.stdout + res.stderr
     err = res.stderr
@@ -106,24 +132,38 @@ def test_failing_notebook_is_reported_and_build_exits_nonzero(tmp_path):
     assert "return a / b" in err, "the traceback (with the failing line) is shown"
     assert "ratio(1, 0)" in err, "the failing cell's source is shown"
     assert "not rendering" in err
-    assert "FAILED synthesis/broken" in res.stdout and "ok     synthesis/good" in res.stdout, res.stdout
+    assert (
+        "FAILED synthesis/broken" in res.stdout
+        and "ok     synthesis/good" in res.stdout
+    ), res.stdout
     assert "synthesis/good FAILED" not in err
-    assert (root / "_build" / "failed" / "synthesis" / "broken.ipynb").exists(), "the failed notebook is kept"
+    assert (root / "_build" / "failed" / "synthesis" / "broken.ipynb").exists(), (
+        "the failed notebook is kept"
+    )
     entries, tmps = cache_state(root)
     assert not tmps
-    assert len(entries) == 1 and (entries[0] / "meta.json").exists(), "only the good notebook is cached"
+    assert len(entries) == 1 and (entries[0] / "meta.json").exists(), (
+        "only the good notebook is cached"
+    )
     assert (root / "_build" / "executed" / "synthesis" / "good.ipynb").exists()
     assert not (root / "_build" / "executed" / "synthesis" / "broken.ipynb").exists()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"]
+)
 def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
     root = make_book(tmp_path, {"synthesis/fast": FAST, "synthesis/slow": SLOW})
     env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: "600"}
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with open(out, "w") as fo, open(err, "w") as fe:
-        proc = subprocess.Popen(twolayer_cmd() + ["execute", "--jobs", "2"], env=env, stdout=fo, stderr=fe,
-                                preexec_fn=interruptible)
+        proc = subprocess.Popen(
+            twolayer_cmd() + ["execute", "--jobs", "2"],
+            env=env,
+            stdout=fo,
+            stderr=fe,
+            preexec_fn=interruptible,
+        )
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:  # the fast one done, the slow one mid-run
@@ -133,7 +173,10 @@ def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
             assert proc.poll() is None, f"the build ended early: {err.read_text()}"
             time.sleep(0.5)
         else:
-            pytest.fail(f"the build never reached the state to interrupt: {out.read_text()} {err.read_text()}")
+            pytest.fail(
+                f"the build never reached the state to interrupt: {out.read_text()} "
+                f"{err.read_text()}"
+            )
         time.sleep(1.0)
         proc.send_signal(sig)
         rc = proc.wait(timeout=90)
@@ -142,12 +185,20 @@ def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
             proc.kill()
             proc.wait()
     assert rc == 128 + sig, f"exit status {rc}: {err.read_text()}"
-    assert "interrupted" in err.read_text() and "synthesis/slow" in err.read_text(), err.read_text()
+    assert "interrupted" in err.read_text() and "synthesis/slow" in err.read_text(), (
+        err.read_text()
+    )
     entries, tmps = cache_state(root)
     assert not tmps, f"partial entries left: {tmps}"
     assert len(entries) == 1, entries
-    assert all((entries[0] / name).exists() for name in ("notebook.ipynb", "meta.json", "claims.json"))
-    assert json.loads((entries[0] / "meta.json").read_text())["notebook"] == "synthesis/fast"
+    assert all(
+        (entries[0] / name).exists()
+        for name in ("notebook.ipynb", "meta.json", "claims.json")
+    )
+    assert (
+        json.loads((entries[0] / "meta.json").read_text())["notebook"]
+        == "synthesis/fast"
+    )
     time.sleep(0.5)
     assert not kernels_of(root), "a kernel of the interrupted build is still running"
 
@@ -155,11 +206,15 @@ def test_interrupted_build_leaves_no_partial_entry(tmp_path, sig):
     again = run(root, "execute", "--jobs", "2")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "executing 1 notebook(s) (1 cached)" in again.stdout, again.stdout
-    assert "ok     synthesis/slow" in again.stdout and "synthesis/fast" not in again.stdout, again.stdout
+    assert (
+        "ok     synthesis/slow" in again.stdout and "synthesis/fast" not in again.stdout
+    ), again.stdout
     entries, tmps = cache_state(root)
     assert len(entries) == 2 and not tmps
     assert (root / "_build" / "cache" / entries[0].name / "meta.json").exists()
-    assert fast_meta in [(e / "meta.json").read_text() for e in entries], "the cached run was reused"
+    assert fast_meta in [(e / "meta.json").read_text() for e in entries], (
+        "the cached run was reused"
+    )
 
 
 def test_abandoned_temporary_folders_are_removed(tmp_path):
@@ -184,13 +239,24 @@ def test_run_record_shows_versions_seed_parameters_and_time(tmp_path):
     root = make_book(tmp_path, {"synthesis/fast": FAST})
     res = run(root, "rerun", "synthesis/fast", "-p", "seed", "7")
     assert res.returncode == 0, res.stderr
-    entry = next(p for p in (root / "_build" / "cache").iterdir() if not p.name.startswith("."))
+    entry = next(
+        p for p in (root / "_build" / "cache").iterdir() if not p.name.startswith(".")
+    )
     nb = nbformat.read(entry / "notebook.ipynb", as_version=4)
     record = nb.cells[-1]
     assert record.cell_type == "markdown" and "run-record" in record.metadata["tags"]
     text = record.source
-    for needle in ("## Run record", "wall time", "seed: `seed = 7`", "python 3.", "torch ", "numpy ",
-                   "cvxpy ", "| `seed` | `7` |", "parameters changed from the defaults: `seed`"):
+    for needle in (
+        "## Run record",
+        "wall time",
+        "seed: `seed = 7`",
+        "python 3.",
+        "torch ",
+        "numpy ",
+        "cvxpy ",
+        "| `seed` | `7` |",
+        "parameters changed from the defaults: `seed`",
+    ):
         assert needle in text, f"{needle!r} not in the run record:\n{text}"
     meta = json.loads((entry / "meta.json").read_text())
     assert meta["seeds"] == {"seed": "7"} and meta["seconds"] > 0
@@ -216,11 +282,17 @@ def test_a_killed_build_leaves_no_process_and_publishes_nothing(tmp_path):
     signal, stops its kernel and publishes no entry; nothing keeps computing."""
     root = make_book(tmp_path, {"synthesis/slow": SLOW})
     env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: "20"}
-    proc = subprocess.Popen(twolayer_cmd() + ["execute", "--jobs", "1"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        twolayer_cmd() + ["execute", "--jobs", "1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and not (cache_state(root)[1] and kernels_of(root)):
+        while time.monotonic() < deadline and not (
+            cache_state(root)[1] and kernels_of(root)
+        ):
             assert proc.poll() is None, "the build ended before the notebook started"
             time.sleep(0.5)
         assert kernels_of(root), "the notebook never started"
@@ -230,7 +302,9 @@ def test_a_killed_build_leaves_no_process_and_publishes_nothing(tmp_path):
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and processes_of(root):
             time.sleep(0.5)
-        assert not processes_of(root), "a worker or kernel of the killed build is still running"
+        assert not processes_of(root), (
+            "a worker or kernel of the killed build is still running"
+        )
         time.sleep(25)  # longer than the notebook would have taken
         entries, _ = cache_state(root)
         assert not entries, f"a killed build's run was published: {entries}"
@@ -242,9 +316,14 @@ def test_a_killed_build_leaves_no_process_and_publishes_nothing(tmp_path):
 def test_an_interrupt_prints_no_traceback(tmp_path):
     root = make_book(tmp_path, {"synthesis/slow": SLOW})
     env = {**os.environ, "TWOLAYER_ROOT": str(root), SLEEP_ENV: "600"}
-    proc = subprocess.Popen(twolayer_cmd() + ["execute", "--jobs", "1"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=interruptible)
+    proc = subprocess.Popen(
+        twolayer_cmd() + ["execute", "--jobs", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=interruptible,
+    )
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not kernels_of(root):

@@ -1,9 +1,10 @@
-
-
 def test_wrap_title_never_splits_mathtext():
     from twolayer import plots
 
-    title = r"$f_{\theta}$ (colour) vs $\frac{1+\alpha}{4}\langle w^*,x\rangle$ (dashed), σ=1e-06"
+    title = (
+        r"$f_{\theta}$ (colour) vs $\frac{1+\alpha}{4}\langle w^*,x\rangle$ "
+        "(dashed), σ=1e-06"
+    )
     wrapped = plots.wrap_title(title, 20)
     assert wrapped.count("\n") >= 2
     for line in wrapped.split("\n"):
@@ -16,13 +17,14 @@ def test_zero_set_draws_another_boundary_and_returns_the_grid():
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from twolayer import plots
 
     fig, ax = plt.subplots()
     F = plots.zero_set(ax, lambda Z: Z[:, 0] - 0.2, lim=1.0, n=50, colors="g")
     assert F.shape == (50, 50) and len(ax.collections) == 1
-    plots.zero_set(ax, lambda Z: 1 + 0 * Z[:, 0], lim=1.0, n=50)  # no zero set: nothing drawn
+    plots.zero_set(
+        ax, lambda Z: 1 + 0 * Z[:, 0], lim=1.0, n=50
+    )  # no zero set: nothing drawn
     assert len(ax.collections) == 1
     plt.close(fig)
 
@@ -33,7 +35,6 @@ def test_decision_boundary_shades_an_exact_zero_region():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
-
     from twolayer import plots
 
     def relu_pair(Z):  # N = relu(z1 + z2) - relu(z1 - z2): zero where both are off
@@ -51,11 +52,12 @@ def test_fit_titles_folds_a_long_title_to_its_panel_without_drawing_the_canvas()
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-
     from twolayer import plots
 
     fig, axes = plots.panels(1, 2)
-    long = "a title far too long for half of the page's width, with $\\|W\\|_2$ in it " * 2
+    long = (
+        "a title far too long for half of the page's width, with $\\|W\\|_2$ in it " * 2
+    )
     axes[0].set_title(long)
     axes[1].set_title("short")
     plots.fit_titles(fig)

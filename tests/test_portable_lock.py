@@ -6,6 +6,7 @@ and with fresh training runs give the stored table (nbval compares it).
 ``ATEN_CPU_CAPABILITY=default`` (Makefile); this test adds ``avx2`` and a run
 cache of its own, so no training result is read back from an earlier execution.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,17 +19,43 @@ import pytest
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-CHAOTIC = ["book/phuong2021/appd_mnist.ipynb", "book/sarussi2021/thm51_mnist_linear_regime.ipynb"]
+CHAOTIC = [
+    "book/phuong2021/appd_mnist.ipynb",
+    "book/sarussi2021/thm51_mnist_linear_regime.ipynb",
+]
 
 
 @pytest.mark.parametrize("capability", ["avx2"])
 def test_chaotic_pages_give_their_locked_table_on_another_cpu(tmp_path, capability):
     pages = [p for p in CHAOTIC if (ROOT / p).exists()]
     assert pages, "the chaotic pages moved: update CHAOTIC"
-    env = {**os.environ, "ATEN_CPU_CAPABILITY": capability, "TWOLAYER_RUN_CACHE": str(tmp_path / "runs"),
-           "TWOLAYER_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env",
-           "--nbval-kernel-startup-timeout", "300", "-q", "-p", "no:cacheprovider",
-           "-n", str(min(2, len(pages))), "--dist", "loadfile", *pages]
-    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800)
-    assert run.returncode == 0, f"ATEN_CPU_CAPABILITY={capability}:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
+    env = {
+        **os.environ,
+        "ATEN_CPU_CAPABILITY": capability,
+        "TWOLAYER_RUN_CACHE": str(tmp_path / "runs"),
+        "TWOLAYER_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "--nbval-lax",
+        "--nbval-current-env",
+        "--nbval-kernel-startup-timeout",
+        "300",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-n",
+        str(min(2, len(pages))),
+        "--dist",
+        "loadfile",
+        *pages,
+    ]
+    run = subprocess.run(
+        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800
+    )
+    assert run.returncode == 0, (
+        f"ATEN_CPU_CAPABILITY={capability}:\n{run.stdout[-4000:]}\n{run.stderr[-2000:]}"
+    )

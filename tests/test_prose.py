@@ -1,13 +1,17 @@
 """twolayer.prose.glue hands myst-nb plain Python numbers."""
-import numpy as np
-import myst_nb
 
+import myst_nb
+import numpy as np
 from twolayer import prose
 
 
 def test_glue_converts_numpy_scalars(monkeypatch):
     seen = {}
-    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: seen.update({name: (value, display)}))
+    monkeypatch.setattr(
+        myst_nb,
+        "glue",
+        lambda name, value, display=True: seen.update({name: (value, display)}),
+    )
     prose.glue("x", np.float64(0.25))
     prose.glue("n", np.int64(3), display=True)
     prose.glue("s", "text")
