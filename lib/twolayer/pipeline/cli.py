@@ -1,4 +1,4 @@
-"""The ``twolayer`` command: ``build | execute | rerun | params | claims | lock``."""
+"""The ``twolayer`` command: ``build | execute | rerun | sweep | params | claims | lock``."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 from .. import claims as claims_mod
 from .. import parameters as params_mod
@@ -85,6 +86,40 @@ def cmd_rerun(args, paths: Paths) -> int:
     return 1 if report_failures([result]) else 0
 
 
+def cmd_sweep(args, paths: Paths) -> int:
+    """``twolayer sweep PAGE -p NAME VALUES ...``: the page over the grid, on dask
+    (:mod:`.sweep`); a Parquet table and a summary per claim. Exit 1 if a claim
+    holds on fewer points than it should or a point failed, 130 on Ctrl-C (the
+    finished points are kept)."""
+    from . import sweep as sw
+
+    nb = page_id(paths, args.notebook)
+    specs = [(name, values) for name, values in (args.param or [])]
+    try:
+        points = sw.make_points(paths, nb, sw.grid(specs))
+    except (params_mod.ParameterError, sw.GridError) as exc:
+        print(f"twolayer sweep: {exc}", file=sys.stderr)
+        return 2
+    outcome = sw.run_points(paths, points, workers=args.workers, scheduler=args.scheduler,
+                            force=args.force, progress=not args.quiet)
+    df = sw.table(points, outcome, extra=dict(code_key=sw.code_key(), commit=sw.commit(paths.root)))
+    out = sw.write_table(df, Path(args.out) if args.out else sw.default_table_path(paths, nb, specs))
+    done = len(outcome.results)
+    print(f"{nb}: {done}/{len(points)} point(s) in {outcome.wall:.1f} s wall; table {out}\n"
+          f"  (pandas.read_parquet('{out}'): one row per point and claim)")
+    lines, ok = sw.summary_lines(df)
+    print("claims over the grid:")
+    print("\n".join(lines) if lines else "  (no claims recorded)")
+    if outcome.aborted:
+        print(f"twolayer sweep: stopped: {outcome.aborted}", file=sys.stderr)
+        return 2
+    if outcome.interrupted:
+        print(f"twolayer sweep: interrupted; {done} finished point(s) kept (cached and in the table); "
+              f"the same command resumes", file=sys.stderr)
+        return 130
+    return 0 if ok else 1
+
+
 def cmd_params(args, paths: Paths) -> int:
     nb = page_id(paths, args.notebook)
     for name, p in parameters(paths, nb).items():
@@ -127,6 +162,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--force", action="store_true", help="execute even if a cached run exists")
     p.add_argument("--open", action="store_true", help="open the HTML page of the rerun in a browser")
     p.set_defaults(fn=cmd_rerun)
+    p = sub.add_parser("sweep", help="execute a page over a grid of parameters on dask.distributed")
+    p.add_argument("notebook", help="chapter/name (or a variant page), e.g. lyu2021/phase1")
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("NAME", "VALUES"),
+                   help="values of NAME: a:b (inclusive integer range), a:b:step, v1,v2,... (Python "
+                        "literals), lo..hi:n (n log-spaced floats), [..] (one list); the grid is the "
+                        "product over every -p")
+    p.add_argument("--workers", type=int, default=None,
+                   help="LocalCluster worker processes (default: one per core)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="an existing dask scheduler, e.g. tcp://host:8786 (default: "
+                        "$TWOLAYER_DASK_SCHEDULER, else a LocalCluster)")
+    p.add_argument("--out", default=None, help="the Parquet table (default: _build/sweeps/<page>-<grid>.parquet)")
+    p.add_argument("--force", action="store_true", help="execute even the points in the cache")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
+    p.set_defaults(fn=cmd_sweep)
     p = sub.add_parser("params", help="list a notebook's parameters")
     p.add_argument("notebook")
     p.set_defaults(fn=cmd_params)
