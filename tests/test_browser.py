@@ -27,6 +27,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
+
 from twolayer import claims as claims_mod
 from twolayer import pipeline
 

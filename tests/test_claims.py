@@ -9,6 +9,7 @@ import os
 
 import numpy as np
 import pytest
+
 from twolayer import claims
 from twolayer.claims import CannotDiscriminate, ClaimFailed, Ledger, Rival
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from twolayer import data
 from twolayer.theory.phuong2021 import is_orthogonally_separable
 

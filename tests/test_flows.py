@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 from torch import nn
+
 from twolayer import data, flows, models
 
 
@@ -163,6 +164,7 @@ def test_written_out_gd_step_equals_autograd(alpha, fixed, reduction):
     import copy
 
     import torch
+
     from twolayer import data, models
     from twolayer.flows import steps
 

@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pytest
 import torch
+
 from twolayer import data, flows, models
 
 

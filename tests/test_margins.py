@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from twolayer import data
 from twolayer.theory import margins
 from twolayer.theory.phuong2021 import lemma_c1_check

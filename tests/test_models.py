@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
 from twolayer import data, flows, models
 
 
@@ -158,6 +159,7 @@ def test_building_residual_or_conv_nets_leaves_the_global_generator_alone():
     """Every network seeds its own initialisation (like TwoLayerNet's generator):
     the numbers a caller draws after building one do not depend on it."""
     import torch
+
     from twolayer import models
 
     for build in (
@@ -179,6 +181,7 @@ def test_homogeneity_counts_only_trainable_layers():
     """f is 2-homogeneous in (W, a) but 1-homogeneous in W under a fixed second
     layer."""
     import torch
+
     from twolayer import models
 
     free = models.TwoLayerNet(3, 4, seed=0)

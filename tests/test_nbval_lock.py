@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from notebook_factory import write_test_notebook
 
 pytestmark = pytest.mark.slow

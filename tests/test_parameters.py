@@ -7,6 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
+
 from twolayer import parameters as P
 
 BOOK = Path(__file__).resolve().parents[1] / "book"

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from notebook_factory import write_test_notebook
 
 pytestmark = pytest.mark.slow

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from twolayer import pipeline
 from twolayer.pipeline import imports
 

@@ -11,6 +11,7 @@ import nbformat
 import pytest
 from jupyter_client import AsyncKernelManager
 from nbclient import NotebookClient
+
 from twolayer.pipeline import kernels
 
 pytestmark = pytest.mark.skipif(

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+
 from notebook_factory import write_test_notebook
 from twolayer.pipeline import kernels
 

@@ -17,6 +17,7 @@ def test_zero_set_draws_another_boundary_and_returns_the_grid():
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from twolayer import plots
 
     fig, ax = plt.subplots()
@@ -35,6 +36,7 @@ def test_decision_boundary_shades_an_exact_zero_region():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
+
     from twolayer import plots
 
     def relu_pair(Z):  # N = relu(z1 + z2) - relu(z1 - z2): zero where both are off
@@ -52,6 +54,7 @@ def test_fit_titles_folds_a_long_title_to_its_panel_without_drawing_the_canvas()
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     from twolayer import plots
 
     fig, axes = plots.panels(1, 2)

@@ -2,6 +2,7 @@
 
 import myst_nb
 import numpy as np
+
 from twolayer import prose
 
 
