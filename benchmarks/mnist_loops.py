@@ -34,7 +34,7 @@ import torch
 import twolayer
 from twolayer import data, flows, models
 from twolayer.flows.memo import RUN_CACHE_ENV
-from twolayer.flows.steps import _live_columns
+from twolayer.flows.steps import live_columns
 from twolayer.theory import min2024
 
 SETTINGS = ("min2024", "sarussi2021")
@@ -70,7 +70,7 @@ def measure(setting: str, steps: int = 2000, repeats: int = 5) -> dict:
 
     marks = flows.snapshot_schedule(steps, max(2, round(steps * density)), log_fraction=0.3)
     X = torch.tensor(ds.X, dtype=torch.float32)
-    live = _live_columns(X)
+    live = live_columns(X)
     if live is not None:
         X = X[:, live].contiguous()
     W = torch.cat([net.W.detach() for net in nets])[:, : X.shape[1]].contiguous()

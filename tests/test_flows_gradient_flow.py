@@ -7,9 +7,11 @@ import copy
 import numpy as np
 import pytest
 import torch
+
 from twolayer import data as D
 from twolayer import flows as F
 from twolayer import models as M
+from twolayer.flows.integrator import FlowField, MarginOracle
 
 
 @pytest.fixture(scope="module")
@@ -100,8 +102,8 @@ def test_field_matches_autograd_gradient_and_gauge(tiny):
     """The reparametrised field equals −∇L(θ) in the original clock, and is
     invariant under the renormalisation φ → cφ (which changes no θ)."""
     ds, net = tiny
-    oracle = F._MarginOracle(net, ds)
-    field = F._FlowField(oracle, "mean")
+    oracle = MarginOracle(net, ds)
+    field = FlowField(oracle, "mean")
     rng = np.random.default_rng(0)
     theta = rng.standard_normal(field.P) * 1.5
     s = np.log(np.linalg.norm(theta))
@@ -141,9 +143,9 @@ def test_field_skips_blank_inputs_exactly(train_a):
         if train_a
         else M.TwoLayerNet.fixed_second_layer(4, 2, alpha=0.3, scale=0.7, seed=1)
     )
-    oracle = F._MarginOracle(net, ds)
+    oracle = MarginOracle(net, ds)
     assert oracle.live.tolist() == [0, 2, 3]
-    field = F._FlowField(oracle, "mean")
+    field = FlowField(oracle, "mean")
     theta = oracle.flatten()
     state = (
         np.concatenate([theta, [0.0, 0.3]])

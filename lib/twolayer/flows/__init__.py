@@ -9,7 +9,7 @@
   :func:`trajectory_distance`.
 """
 
-from .integrator import _FlowField, _MarginOracle, gradient_flow, log_time_grid  # noqa: F401 (tests)
+from .integrator import gradient_flow, log_time_grid
 from .steps import (
     OPTIMIZERS,
     REDUCTIONS,

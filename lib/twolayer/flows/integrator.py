@@ -17,7 +17,7 @@ from ..data import Dataset
 from ..models import two_layer_output
 from ..validation import positive
 from .memo import remembered
-from .steps import REDUCTIONS, _live_columns, _state
+from .steps import REDUCTIONS, live_columns, model_state
 from .trajectory import DivergenceError, Trajectory
 
 # ---------------------------------------------------------------------------
@@ -69,7 +69,7 @@ def _log_logistic_loss(Q: np.ndarray, reduction: str) -> float:
     return float(total - (np.log(len(Q)) if reduction == "mean" else 0.0))
 
 
-class _MarginOracle:
+class MarginOracle:
     """``q(φ̂)`` and ``Σ ω_i ∇q_i(φ̂)`` for the trainable parameters of a model.
 
     A NumPy fast path for :class:`~twolayer.models.TwoLayerNet` (both layers, or
@@ -101,7 +101,7 @@ class _MarginOracle:
             self.m, self.d = self.shapes[0]
             # skip the input coordinates that are zero on every point (MNIST's
             # blank border): they add nothing to Z and receive a zero gradient
-            live = _live_columns(torch.tensor(self.X))
+            live = live_columns(torch.tensor(self.X))
             self.live = None if live is None else live.numpy()
             self.X_live = (
                 self.X if live is None else np.ascontiguousarray(self.X[:, self.live])
@@ -204,10 +204,10 @@ class _MarginOracle:
                 self.params[k].copy_(torch.as_tensor(v))
 
 
-class _FlowField:
+class FlowField:
     """The right-hand side of the reparametrised flow (see the comment above)."""
 
-    def __init__(self, oracle: _MarginOracle, reduction: str) -> None:
+    def __init__(self, oracle: MarginOracle, reduction: str) -> None:
         self.o = oracle
         self.P = sum(oracle.sizes)
         self.L = oracle.L
@@ -248,7 +248,7 @@ class _FlowField:
         return self._finite(out)
 
     def _gradient(self, phi: np.ndarray, scale: float) -> tuple[np.ndarray, float]:
-        """``(V, top)`` of :meth:`_MarginOracle.two_layer_gradient`, for any model
+        """``(V, top)`` of :meth:`MarginOracle.two_layer_gradient`, for any model
         (other models through autograd, with the same log-domain weights)."""
         if self.o.fast:
             return self.o.two_layer_gradient(phi, scale)
@@ -388,8 +388,8 @@ def gradient_flow(
             raise ValueError(f"snapshot_times go beyond t_max={t_max:g}")
     targets = np.log1p(grid)
 
-    oracle = _MarginOracle(model, data)
-    field_ = _FlowField(oracle, reduction)
+    oracle = MarginOracle(model, data)
+    field_ = FlowField(oracle, reduction)
     P, L = field_.P, field_.L
     theta0 = oracle.flatten()
     norm0 = np.linalg.norm(theta0)
@@ -435,7 +435,7 @@ def gradient_flow(
                 dict(probe.named_parameters())[k].copy_(torch.as_tensor(v))
         Q = oracle.margins(theta)
         log_loss = _log_logistic_loss(Q, reduction)
-        traj.snapshots.append(_state(probe))
+        traj.snapshots.append(model_state(probe))
         for name, fn in callbacks.items():
             traj.records[name].append(fn(probe))
         traj.records["log_loss"].append(log_loss)
@@ -480,7 +480,7 @@ def gradient_flow(
 
 def _integrate(
     solver_cls,
-    field_: "_FlowField",
+    field_: "FlowField",
     state: np.ndarray,
     targets: np.ndarray,
     snapshot: Callable,

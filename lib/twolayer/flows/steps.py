@@ -54,7 +54,9 @@ def snapshot_schedule(
     return np.unique(np.concatenate([[0, total], log_part, lin_part]).clip(0, total))
 
 
-def _state(model: nn.Module) -> dict[str, np.ndarray]:
+def model_state(model: nn.Module) -> dict[str, np.ndarray]:
+    """A snapshot of ``model``'s parameters and buffers as NumPy copies (what a
+    :class:`Trajectory` stores; :func:`load_state` puts it back)."""
     return {k: v.detach().cpu().numpy().copy() for k, v in model.state_dict().items()}
 
 
@@ -84,7 +86,7 @@ def _check_finite(loss: float, step: int, lr: float, optimizer: str) -> None:
         )
 
 
-def _live_columns(X: torch.Tensor) -> torch.Tensor | None:
+def live_columns(X: torch.Tensor) -> torch.Tensor | None:
     """Indices of the input coordinates that are not zero on every training
     point, or None when all are live. A coordinate ``j`` with ``x_ij = 0`` for
     all ``i`` contributes nothing to ``w_k·x_i`` and receives the gradient
@@ -137,7 +139,7 @@ def _gd_stepper(
     folded into the step size. ``φ'(0) = α``, as torch's (leaky) ReLU
     backward. ``W`` (default ``net.W``) is the first layer read and updated in
     place: :func:`train` passes a copy of the live columns
-    (:func:`_live_columns`), ``X`` holding only those columns, and writes it
+    (:func:`live_columns`), ``X`` holding only those columns, and writes it
     back into ``net.W`` when the parameters are read. The products run in the
     (neurons × points) layout ``W Xᵀ``, with ``Xt = Xᵀ`` stored contiguously:
     on CPU it is up to 2x faster than ``X Wᵀ`` for the book's narrow layers.
@@ -329,11 +331,11 @@ class _Batches:
 
 class _LiveTwoLayer:
     """A :class:`TwoLayerNet`'s first layer restricted to the live input columns
-    (:func:`_live_columns`): the steps update ``W`` (a copy of those columns, or
+    (:func:`live_columns`): the steps update ``W`` (a copy of those columns, or
     the model's own), :meth:`sync` writes it back into the model."""
 
     def __init__(self, model: TwoLayerNet, X: torch.Tensor):
-        self.model, self.live = model, _live_columns(X)
+        self.model, self.live = model, live_columns(X)
         self.X = X if self.live is None else X[:, self.live].contiguous()
         self.Xt = self.X.T.contiguous()
         self.W = None if self.live is None else model.W.detach()[:, self.live].clone()
@@ -520,7 +522,7 @@ def train(
     def snapshot(k: int) -> None:
         with torch.no_grad():
             full = float(logistic_loss(y * model(X), reduction))
-            traj.snapshots.append(_state(model))
+            traj.snapshots.append(model_state(model))
             for name, fn in callbacks.items():
                 traj.records[name].append(fn(model))
         steps_taken.append(k)
@@ -649,7 +651,7 @@ def gd_many(
                 [float(logistic_loss(y * net(X), reduction)) for net in models]
             )
         for traj, net in zip(trajs, models):
-            traj.snapshots.append(_state(net))
+            traj.snapshots.append(model_state(net))
         taken.append(k)
 
     wall = _run(total, marks, lambda k: stepper(block.row(k)), checkpoint, snapshot)
