@@ -400,3 +400,19 @@ def test_regime_record_counts_and_signs():
     assert r["outside"] == pytest.approx(1 / 3)
     assert r["violations"] == 0 and r["disagree"] == 0
     assert r["ratio"] == pytest.approx(s.clustering_ratio(P, Q))
+
+
+# ----------------------------------------------------------------- Thm 4.1: SGD, many runs at once
+
+def test_sgd_batch1_equals_the_library_sgd_run_by_run():
+    ds = data.uniform_disk_linear(12, margin=0.2, w_star=np.array([1.0, 0.5]), seed=1)
+    nets = [TwoLayerNet.fixed_second_layer(2, 3, 0.1, scale=0.5, seed=sd) for sd in (0, 1)]
+    W0 = np.stack([n.weights()[0] for n in nets])
+    orders = s.sgd_orders(ds.n, 4, [5, 6])
+    loss, W = s.sgd_batch1(W0, ds.X, ds.y, 0.1, [1.0, 0.5], orders)
+    for b, (net, lr, sd) in enumerate(zip(nets, (1.0, 0.5), (5, 6))):
+        ref = flows.sgd(net, ds, lr=lr, epochs=4, batch_size=1, seed=sd, n_snapshots=2)
+        np.testing.assert_allclose(loss[b], ref.step_loss, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(W[b], ref.final["W"], atol=1e-10)
+    with pytest.raises(ValueError, match="W0"):
+        s.sgd_batch1(np.ones((2, 3, 2)), ds.X, ds.y, 0.1, 1.0, orders)

@@ -634,3 +634,58 @@ def staged_gd(nets, data, stages) -> list[dict]:
                 rec["W"].append(np.asarray(snap["W"], dtype=float))
         t0 += float(lr) * int(steps)
     return [dict(times=np.array(r["times"]), loss=np.array(r["loss"]), W=r["W"]) for r in out]
+
+
+def sgd_orders(n: int, epochs: int, seeds) -> np.ndarray:
+    """The visiting orders of :func:`twolayer.flows.sgd` with batch size 1:
+    a fresh permutation of the ``n`` points each epoch from ``torch``'s
+    generator seeded with each seed; shape (len(seeds), epochs·n)."""
+    import torch
+    out = []
+    for sd in seeds:
+        gen = torch.Generator().manual_seed(int(sd))
+        out.append(np.concatenate([torch.randperm(int(n), generator=gen).numpy()
+                                   for _ in range(int(epochs))]))
+    return np.array(out, dtype=int)
+
+
+def sgd_batch1(W0, X, y, alpha: float, lr, orders) -> tuple[np.ndarray, np.ndarray]:
+    """SGD with batch size 1 on the mean logistic loss of eq. (1)'s network
+    (second layer fixed to ``+1`` on the first ``k`` rows, ``−1`` on the
+    rest), for ``R`` runs at once: the setting of Theorem 4.1.
+
+    ``W0`` (R, 2k, d) initial first layers; ``X`` (R, n, d) and ``y`` (R, n)
+    each run's data (or one (n, d), (n,) set for all); ``lr`` a number or one
+    per run; ``orders`` (R, T) the point visited at each update
+    (:func:`sgd_orders`). Returns ``(step_loss, W)``: the loss of the visited
+    point before each update (R, T) — the quantity App. B counts — and the
+    final weights. Equal to :func:`twolayer.flows.sgd` run by run, to rounding."""
+    W = np.array(W0, dtype=float)
+    if W.ndim != 3 or W.shape[1] % 2:
+        raise ValueError(f"W0 must be (R, 2k, d), got shape {W.shape}")
+    R, m, d = W.shape
+    X = np.asarray(to_numpy(X), dtype=float)
+    y = np.asarray(to_numpy(y), dtype=float)
+    if X.ndim == 2:
+        X, y = np.broadcast_to(X, (R,) + X.shape), np.broadcast_to(y, (R,) + y.shape)
+    if X.shape[0] != R or X.shape[2] != d or y.shape != X.shape[:2]:
+        raise ValueError(f"X must be (R, n, {d}) and y (R, n) with R = {R}, got {X.shape}, {y.shape}")
+    a = _alpha(alpha)
+    eta = np.broadcast_to(np.asarray(lr, dtype=float), (R,))
+    orders = np.asarray(orders, dtype=int)
+    if orders.ndim != 2 or orders.shape[0] != R:
+        raise ValueError(f"orders must be (R, T) with R = {R}, got {orders.shape}")
+    from scipy.special import expit
+    signs = np.r_[np.ones(m // 2), -np.ones(m // 2)]
+    rows = np.arange(R)
+    loss = np.empty(orders.shape)
+    for t in range(orders.shape[1]):
+        x, yt = X[rows, orders[:, t]], y[rows, orders[:, t]]     # (R, d), (R,)
+        z = np.einsum("rmd,rd->rm", W, x)
+        q = yt * (signs * np.where(z > 0, z, a * z)).sum(axis=1)
+        loss[:, t] = np.logaddexp(0.0, -q)
+        g = expit(-q)                                           # −ℓ'(q)
+        W += (eta * g * yt)[:, None, None] * (signs * np.where(z > 0, 1.0, a))[:, :, None] * x[:, None, :]
+    if not np.isfinite(W).all():
+        raise FloatingPointError("sgd_batch1 diverged: lower the step size")
+    return loss, W
