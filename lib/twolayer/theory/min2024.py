@@ -444,3 +444,244 @@ def track(times, Ws, vs, X, y) -> Track:
     sr = np.array([metrics.stable_rank(W) for W in Ws])
     sn = np.array([metrics.spectral_norm_sq(W) for W in Ws])
     return Track(times, al, sr, sn, membership_record(Ws, X, y))
+
+
+# ---------------------------------------------------------------------------------------
+# Fig 5: what a linear network cannot do, and the two phases read off a run.
+
+def live_cosines(W, v, X, y) -> np.ndarray:
+    """``cos(w_j, x±)`` of every live neuron (active on some point) with the
+    aggregate of its own class (``x+`` for ``v_j > 0``, ``x−`` for ``v_j < 0``)."""
+    W, v, X, y = _wv(W, v, X, y)
+    xp, xm = aggregate_data(X, y)
+    cos = np.where(v > 0, row_cosines(W, xp), row_cosines(W, xm))
+    return cos[((W @ X.T) > 0).any(axis=1)]
+
+
+def band(W, v, X, y, level: float = 0.9) -> float:
+    """Fraction of the live neurons at ``cos(w_j, x±) ≥ level`` with their own
+    class's aggregate (Fig 5's shaded band, Thm 1 (i) for every neuron);
+    NaN when no neuron is live."""
+    cos = live_cosines(W, v, X, y)
+    return float((cos >= level).mean()) if cos.size else float("nan")
+
+
+def pattern_accuracy(W, signs, X, y) -> np.ndarray:
+    """Per neuron, the fraction of points on which its activation pattern is its
+    own class's: ``1[w_j·x_i > 0] = 1[y_i = sign v_j]`` (1 in ``S+``/``S−``)."""
+    W, X, y = _wx(W, X, y)
+    s = np.sign(as_vector(signs, "signs", W.shape[0]))
+    own = y[None, :] == s[:, None]
+    return ((W @ X.T > 0) == own).mean(axis=1)
+
+
+def activation_match(W, v, X, y, tol: float = 0.01) -> float:
+    """Thm 1 (i) where only ReLU can pass it: the fraction of live neurons whose
+    activation pattern matches their own class on at least ``acc± − tol`` of the
+    points, ``acc±`` the same fraction for the direction ``x±`` itself (the best an
+    aligned neuron can do when Assumption 1 fails). A linear network has no
+    activation pattern; a neuron pointing anywhere but ``x±`` matches ≈ half."""
+    W, v, X, y = _wv(W, v, X, y)
+    xp, xm = aggregate_data(X, y)
+    ref = pattern_accuracy(np.stack([xp, xm]), [1.0, -1.0], X, y)
+    acc = pattern_accuracy(W, v, X, y)
+    live = ((W @ X.T) > 0).any(axis=1)
+    if not live.any():
+        return float("nan")
+    need = np.where(v > 0, ref[0], ref[1]) - tol
+    return float((acc[live] >= need[live]).mean())
+
+
+def max_output(W, v, X) -> float:
+    """``max_i |f(x_i)|``: Lemma 4's small-output condition is that it is < 1."""
+    W, X, _ = _wx(W, X)
+    v = as_vector(v, "v", W.shape[0])
+    return float(np.abs(np.maximum(X @ W.T, 0.0) @ v).max())
+
+
+def small_output_end(Ws, vs, X) -> int:
+    """Index of the last snapshot before ``max_i |f(x_i)|`` first reaches 1 (the
+    end of the alignment phase where Lemma 4 bounds the direction error)."""
+    Ws = np.asarray(to_numpy(Ws), dtype=float)
+    fmax = np.array([max_output(W, v, X) for W, v in zip(Ws, to_numpy(vs))])
+    over = np.flatnonzero(fmax >= 1.0)
+    return int(over[0] - 1) if over.size else len(fmax) - 1
+
+
+def first_index(values, level: float) -> int | None:
+    """First index at which ``values ≥ level``, or None."""
+    hit = np.flatnonzero(np.asarray(values, dtype=float) >= level)
+    return int(hit[0]) if hit.size else None
+
+
+def halving_index(loss) -> int | None:
+    """First snapshot at which the loss is at most half its initial value, or None."""
+    loss = np.asarray(loss, dtype=float)
+    hit = np.flatnonzero(loss <= 0.5 * loss[0])
+    return int(hit[0]) if hit.size else None
+
+
+def linear_gd(W, v, X, y, lr: float, steps: int, snapshot_steps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """GD on the sum loss ``Σ log(1 + e^{−y_i f(x_i)})`` of the **linear** two-layer
+    network ``f(x) = Σ_j v_j w_j·x`` (the rival with no activation pattern: every
+    neuron sees every point, so ``x_a = x+ − x−`` for all of them). Returns
+    ``(steps, Ws, vs)`` at ``snapshot_steps``; float64 NumPy, cheap (rank-one updates)."""
+    W, v, X, y = _wv(W, v, X, y)
+    W, v = W.copy(), v.copy()
+    marks = set(int(k) for k in snapshot_steps)
+    kept, Ws, vs = [], [], []
+    for k in range(int(steps) + 1):
+        if k in marks:
+            kept.append(k)
+            Ws.append(W.copy())
+            vs.append(v.copy())
+        if k == steps:
+            break
+        u = W.T @ v                                  # f(x) = u·x
+        g = y / (1.0 + np.exp(np.clip(y * (X @ u), -700, 700)))  # σ(−q_i) y_i
+        r = X.T @ g                                  # −∇_u L
+        W, v = W + lr * np.outer(v, r), v + lr * (W @ r)
+    return np.array(kept), np.array(Ws), np.array(vs)
+
+
+# ---------------------------------------------------------------------------------------
+# Figs 7-9 and the μ sweep: the per-neuron flow law of two positive points.
+
+def entry_angle(W, x1, x2) -> np.ndarray:
+    """For neurons active on exactly one of two points: the angle ``φ0`` between
+    the neuron and the point it is active on (NaN for the others). With the field
+    ``x_a = x_k`` of Lemma 1 such a neuron turns towards ``x_k``: it enters ``S+``
+    when ``φ`` falls to the angle ``θ = π/2 − ∠(x1, x2)`` (:func:`entry_time`)."""
+    W = as_matrix(W, "W")
+    x1, x2 = as_vector(x1, "x1", W.shape[1]), as_vector(x2, "x2", W.shape[1])
+    a1, a2 = W @ x1 > 0, W @ x2 > 0
+    c1, c2 = row_cosines(W, x1), row_cosines(W, x2)
+    phi = np.where(a1 & ~a2, np.arccos(np.clip(c1, -1, 1)),
+                   np.where(a2 & ~a1, np.arccos(np.clip(c2, -1, 1)), np.nan))
+    return phi
+
+
+def entry_time(phi0, theta: float) -> np.ndarray:
+    """The per-neuron flow law (Lemma 1's field on two unit positive points at angle
+    ``π/2 − θ``, balanced neuron, paper time): ``tan(φ/2) = tan(φ0/2) e^{−t}``, so a
+    neuron at angle ``φ0`` from the point it is active on enters ``S+`` at
+    ``t = ln(tan(φ0/2)/tan(θ/2))`` (0 if ``φ0 ≤ θ``). ``t1 ≈ log(1/μ)`` for small
+    ``μ = sin θ``, not ``1/√μ``."""
+    if not 0 < theta < np.pi / 2:
+        raise ValueError(f"theta must be in (0, pi/2), got {theta!r}")
+    phi0 = np.asarray(phi0, dtype=float)
+    return np.maximum(np.log(np.tan(phi0 / 2) / np.tan(theta / 2)), 0.0)
+
+
+def entry_times(times, Ws, X, y) -> np.ndarray:
+    """Per neuron, the first snapshot time at which it is in ``S+`` (inf if never)."""
+    rec = membership_record(Ws, X, y)
+    t = as_vector(times, "times", rec.shape[0])
+    inside = rec == S_PLUS
+    first = np.argmax(inside, axis=0)
+    return np.where(inside.any(axis=0), t[first], np.inf)
+
+
+def point_cosine(W, X) -> np.ndarray:
+    """Per neuron, ``max_i cos(w_j, x_i)``: 1 for a neuron settled on a data point
+    (Fig 9: on ``x1`` or ``x2``)."""
+    W, X, _ = _wx(W, X)
+    return np.max([row_cosines(W, x) for x in X], axis=0)
+
+
+# ---------------------------------------------------------------------------------------
+# Lemma 1 / 4 at balanced states; Thm 1's ε condition; the long flow.
+
+def rebalanced(W, v) -> tuple[np.ndarray, np.ndarray]:
+    """The balanced state with the same network: ``w_j ← w_j √(|v_j|/‖w_j‖)``,
+    ``v_j ← sign(v_j) √(|v_j| ‖w_j‖)`` (each ``v_j w_j`` unchanged, so ``f`` is),
+    ``|v_j| = ‖w_j‖`` as the flow from (3) keeps it (Lemma 3's proof)."""
+    W = as_matrix(W, "W")
+    v = as_vector(v, "v", W.shape[0])
+    n = np.linalg.norm(W, axis=1)
+    if np.any(n == 0):
+        raise ValueError("W has zero rows: a zero neuron cannot be rebalanced")
+    r = np.sqrt(np.abs(v) / n)
+    return W * r[:, None], np.sign(v) * np.sqrt(np.abs(v) * n)
+
+
+def lemma4_ratio(W, v, X, y) -> float:
+    """Max over neurons of the Lemma 1 error over Lemma 4's bound
+    ``2 n X_max max_i|f(x_i)|`` at the state (NaN if ``max|f| ≥ 1``). At an
+    exactly balanced state it is at most 1/4: the error is
+    ``‖P_w Σ_i (2σ(−q_i) − 1) y_i x_i 1[·]‖ ≤ Σ_i tanh(|q_i|/2) X_max ≤ n X_max max|f|/2``."""
+    b = lemma4_bound(W, v, X)
+    if not np.isfinite(b):
+        return float("nan")
+    return float(lemma1_error(W, v, X, y).max() / b)
+
+
+def thm1_eps_condition(X, y, width: int) -> float:
+    """The scale of Thm 1's initialisation condition,
+    ``ε ≲ exp(−n log n/√μ)/√h`` (constants hidden by the O(·)); ``0`` below
+    double precision. Raises if Assumption 1 fails."""
+    mu = separability(X, y)
+    if mu <= 0:
+        raise ValueError(f"Assumption 1 fails (mu = {mu:.3g} <= 0): Thm 1 has no eps condition")
+    n = as_matrix(X, "X").shape[0]
+    return float(np.exp(-n * np.log(n) / np.sqrt(mu)) / np.sqrt(width))
+
+
+def loss_rate_ratio(times, loss, t2: float) -> float:
+    """``sup_{t ≥ t2} t L(t) / (t2 L(t2))`` (Thm 1 (ii): ``L(t) = O(1/t)`` after
+    ``t2``, so bounded along the flow); ``t2`` is taken at the first time ≥ ``t2``."""
+    t = np.asarray(times, dtype=float)
+    L = np.asarray(loss, dtype=float)
+    k = int(np.searchsorted(t, t2))
+    if k >= len(t):
+        raise ValueError(f"t2 = {t2!r} is after the last time {t[-1]!r}")
+    tl = t[k:] * L[k:]
+    return float(tl.max() / tl[0])
+
+
+@dataclass(frozen=True)
+class PhaseSummary:
+    """Fig 5's two phases read off one run (iterations, no clock needed):
+    ``t_half`` the first snapshot where the loss has halved, ``t_band`` the first
+    where :func:`band` reaches ``level`` (``inf`` if never in the run), the best
+    ``cos(w̄±, x±)`` up to ``t_half``, :func:`activation_match` and :func:`band` at
+    ``t_half``, and the run's last iteration ``end``."""
+
+    t_half: int
+    t_band: float
+    cos_plus: float
+    cos_minus: float
+    act: float
+    band: float
+    end: int
+
+    @property
+    def band_before_fit(self) -> float:
+        """``t_band / t_half`` (< 1: alignment before fitting); a band never reached
+        counts as the run's end, so the ratio is then a lower bound."""
+        return min(self.t_band, self.end) / self.t_half
+
+
+def phase_summary(steps, loss, Ws, vs, X, y, level: float = 0.9, tol: float = 0.01) -> PhaseSummary:
+    """:class:`PhaseSummary` of a run with snapshots at ``steps``; raises if the loss
+    never halves (the run is too short)."""
+    steps = np.asarray(steps)
+    k = halving_index(loss)
+    if k is None:
+        raise ValueError(f"the loss never halves within {int(steps[-1])} iterations: run longer")
+    Ws, vs = np.asarray(to_numpy(Ws), dtype=float), np.asarray(to_numpy(vs), dtype=float)
+    bands = np.array([band(W, v, X, y, level) for W, v in zip(Ws, vs)])
+    kb = first_index(np.nan_to_num(bands, nan=0.0), level)
+    al = np.array([[a.mean_plus, a.mean_minus] for a in (alignment(W, v, X, y) for W, v in zip(Ws[:k + 1], vs[:k + 1]))])
+    return PhaseSummary(int(steps[k]), float(steps[kb]) if kb is not None else float("inf"),
+                        float(np.nanmax(al[:, 0])), float(np.nanmax(al[:, 1])),
+                        activation_match(Ws[k], vs[k], X, y, tol), float(bands[k]), int(steps[-1]))
+
+
+def join_runs(first, second) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(steps, loss, Ws, vs)`` of a run continued from the end of another
+    (``second`` started where ``first`` stopped; its step 0 is dropped)."""
+    off = int(first.steps[-1])
+    return (np.r_[first.steps, second.steps[1:] + off], np.r_[first.loss, second.loss[1:]],
+            np.concatenate([first.param("W"), second.param("W")[1:]]),
+            np.concatenate([first.param("a"), second.param("a")[1:]]))
