@@ -463,6 +463,8 @@ def test_significant_formats_tiny_and_huge(x, digits, text):
         ([0.26, 0.34], 2, "~1e-1"),  # not even one digit: the order of magnitude
         ([1.6e-5, 3e-5], 2, "~1e-5"),
         ([-0.1, 0.1], 2, "±1e-1"),
+        ([1e-6, 8e-6, 3e-6], 2, "~1e-5"),  # a distance stays non-negative
+        ([-0.01, -0.02], 2, "-~1e-2"),
     ],
 )
 def test_portable_precision_follows_the_seed_spread(values, digits, text):

@@ -257,22 +257,33 @@ def portable(values: Sequence[float], digits: int) -> str:
     d = shared_digits(values, digits)
     if d:
         return significant(lo, d) + ("" if d == digits else "~")
-    w = hi - lo
-    ends = (lo - w, hi + w)
-    order = math.floor(math.log10(max(abs(e) for e in ends)))
-    if ends[0] > 0 or ends[1] < 0:
-        return f"{'-' if ends[1] < 0 else ''}~1e{order:+d}"
+    lo_end, hi_end = _widened(values)
+    order = math.floor(math.log10(max(abs(lo_end), abs(hi_end))))
+    if lo_end >= 0 or hi_end <= 0:
+        return f"{'-' if hi_end <= 0 else ''}~1e{order:+d}"
     return f"±1e{order:+d}"
+
+
+def _widened(values: Sequence[float]) -> tuple[float, float]:
+    """``[min − w, max + w]`` (``w`` the spread's width), not crossing zero when
+    every value has one sign (a distance stays a distance)."""
+    lo, hi = min(values), max(values)
+    w = hi - lo
+    lo_end, hi_end = lo - w, hi + w
+    if lo >= 0:
+        lo_end = max(lo_end, 0.0)
+    if hi <= 0:
+        hi_end = min(hi_end, 0.0)
+    return lo_end, hi_end
 
 
 def shared_digits(values: Sequence[float], digits: int) -> int:
     """The most significant digits (≤ ``digits``, 0 if none) to which every value of
     ``[min − w, max + w]`` rounds alike (``w`` the spread's width). Rounding is
     monotone, so checking both ends of the interval is enough."""
-    lo, hi = min(values), max(values)
-    w = hi - lo
+    lo_end, hi_end = _widened(values)
     for d in range(digits, 0, -1):
-        if significant(lo - w, d) == significant(hi + w, d):
+        if significant(lo_end, d) == significant(hi_end, d):
             return d
     return 0
 
