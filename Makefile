@@ -41,6 +41,7 @@ browser: site
 ## make bench: timings of the build (clean, no-change) and per notebook
 bench: $(STAMP)
 	$(BIN)/python benchmarks/build.py
+	$(BIN)/python benchmarks/sweep.py
 
 ## make lock: store each notebook's claims table from the last `make book` in its
 ## source notebook (nbval compares it); run after a change that moves a claim on purpose
@@ -56,3 +57,19 @@ clean:
 
 distclean: clean
 	rm -rf $(VENV)
+
+.PHONY: sweep sweeps bench-sweep
+
+## make sweep NB=lyu2021/phase1 ARGS="-p seed 0:4": one page over a grid of parameters, on
+## dask (a LocalCluster, or SCHEDULER=tcp://host:8786); the table lands in _build/sweeps/
+sweep: $(STAMP)
+	$(BIN)/twolayer sweep $(NB) $(ARGS) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+
+## make sweeps: every page with a seed parameter over held-out seeds (data/sweeps/*.parquet,
+## stored in the repository), then book/robustness.md; PAGES="chapter/name ..." for some
+sweeps: $(STAMP)
+	$(BIN)/python -m twolayer.pipeline.robustness run $(PAGES) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+
+## make bench-sweep: throughput of a 20-point sweep with 1 and 2 workers (README, "Sweeps")
+bench-sweep: $(STAMP)
+	$(BIN)/python benchmarks/sweep.py

@@ -279,3 +279,13 @@ def test_ctrl_c_keeps_the_finished_points_and_the_same_command_resumes(root):
     again = sweep(root, *args)
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"{len(done)} cached" in again.stdout or f"{len(done) + 1} cached" in again.stdout
+
+
+def test_points_are_keyed_exactly_as_rerun_keys_them():
+    from twolayer.pipeline.cache import cache_key
+    from twolayer.pipeline.pages import Paths, project_root
+
+    paths = Paths(project_root())
+    pts = sw.make_points(paths, "lyu2021/phase1", sw.grid([("seed", "0:2")]))
+    assert pts[0].run_params == {} and pts[1].run_params == {"seed": 1}
+    assert [p.key for p in pts] == [cache_key(paths, "lyu2021/phase1", p.run_params) for p in pts]

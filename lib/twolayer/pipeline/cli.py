@@ -94,6 +94,9 @@ def cmd_sweep(args, paths: Paths) -> int:
     from . import sweep as sw
 
     nb = page_id(paths, args.notebook)
+    if args.workers is not None and args.workers < 1:
+        print(f"twolayer sweep: --workers must be >= 1, got {args.workers}", file=sys.stderr)
+        return 2
     specs = [(name, values) for name, values in (args.param or [])]
     try:
         points = sw.make_points(paths, nb, sw.grid(specs))

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures as cf
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -156,11 +157,26 @@ def make_points(paths: Paths, page: str, points: list[dict]) -> list[Point]:
     params_mod.validate(params_mod.declarations(resolve(paths, page)), own, page=page)
     code = page_code(paths, page)
     out = []
-    for i, p in enumerate(points):
-        values = params_mod.validate(decls, p, page=page)
-        run = {**own, **check_parameters(paths, page, p)}
-        out.append(Point(page, i, values, run, cache_key(paths, page, run), code))
+    with _fingerprint_once():
+        for i, p in enumerate(points):
+            values = params_mod.validate(decls, p, page=page)
+            run = {**own, **check_parameters(paths, page, p)}
+            out.append(Point(page, i, values, run, cache_key(paths, page, run), code))
     return out
+
+
+@contextlib.contextmanager
+def _fingerprint_once():
+    """The page's library fingerprint (its import graph, ~0.5 s) computed once
+    for all its points, not once per point (same function, memoised)."""
+    from . import cache
+
+    original = cache.library_fingerprint
+    cache.library_fingerprint = functools.lru_cache(maxsize=None)(original)
+    try:
+        yield
+    finally:
+        cache.library_fingerprint = original
 
 
 # ---------------------------------------------------------------------------
@@ -174,10 +190,11 @@ def code_key() -> str:
     the sweep starts, a worker's at its first task)."""
     import twolayer
 
-    from .cache import _versions
+    from . import cache
 
+    versions = getattr(cache, "versions", None) or cache._versions
     base = Path(twolayer.__file__).resolve().parent
-    h = hashlib.sha256(json.dumps(_versions(), sort_keys=True).encode())
+    h = hashlib.sha256(json.dumps(versions(), sort_keys=True).encode())
     for f in sorted(base.rglob("*.py")):
         if "__pycache__" in f.parts:
             continue

@@ -1,0 +1,67 @@
+"""The robustness page (twolayer.pipeline.robustness) from stored held-out sweeps:
+held-out seed blocks, claims that do not hold everywhere first, stale marking."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from twolayer.pipeline import robustness
+from twolayer.pipeline import sweep as sw
+from twolayer.pipeline.pages import Paths, project_root
+
+BOOK = Path(__file__).resolve().parents[1]
+
+
+def test_held_out_seeds_are_fresh_blocks():
+    paths = Paths(project_root())
+    for page in ("lyu2021/phase1", "sarussi2021/fig4_par_svm"):
+        decls = robustness.parameters(paths, page)
+        seeds = robustness.seed_values(paths, page)
+        block = int(decls["n_seeds"].default) if "n_seeds" in decls else 1
+        first = int(decls["seed"].default)
+        assert seeds[0] >= first + block  # none of the default run's seeds
+        assert len(seeds) * block >= robustness.held_out_seeds(paths, page) >= 5
+
+
+@pytest.fixture
+def root(tmp_path):
+    """A copy of the book's sources (no build) with one stored sweep."""
+    for name in ("_toc.yml", "_config.yml"):
+        shutil.copy(BOOK / name, tmp_path / name)
+    shutil.copytree(BOOK / "book", tmp_path / "book", ignore=shutil.ignore_patterns("*.png"))
+    shutil.copytree(BOOK / "lib", tmp_path / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+def _store(paths: Paths, page: str, flip: bool):
+    points = sw.make_points(paths, page, [{"seed": 5}, {"seed": 10}])
+    rival = {"name": "init", "measured": 2.0, "spread": [1.9, 2.0], "horizon": "t"}
+    results = {i: dict(ok=True, cached=False, seconds=1.0, error="", worker="w", claims=[
+        {"id": "lyu2021.lem52.aligned", "source": "Lemma 5.2", "kind": "prediction", "statement": "s",
+         "measured": 0.5 if (flip and i) else 1e-6, "relation": "<=", "threshold": 1e-4, "why": "w", "seeds": 5,
+         "spread": [1e-7, 0.5 if (flip and i) else 1e-6], "horizon": "t", "rival": rival,
+         "verdict": "fails" if (flip and i) else "holds"}]) for i in range(2)}
+    df = sw.table(points, sw.Outcome(results=results), dict(code_key="c", commit="abc"))
+    sw.write_table(df, robustness.store_path(paths, page))
+
+
+def test_page_lists_claims_that_flip_first_and_marks_stale(root):
+    paths = Paths(root)
+    _store(paths, "lyu2021/phase1", flip=True)
+    text = robustness.markdown(paths)
+    weak = text.split("## Claims that do not hold on every held-out block")[1].split("\n## ")[0]
+    assert "`lyu2021.lem52.aligned`" in weak and "1/2" in weak and "[lyu2021/phase1](lyu2021/phase1.ipynb)" in weak
+    assert (root / robustness.FIGURES / "lyu2021.png").exists()
+    assert "stale" not in weak and robustness.stale_markdown(paths) == ""
+    nb = root / "book" / "lyu2021" / "phase1.ipynb"
+    nb.write_text(nb.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
+                                                      '"source": "edited"},', 1))
+    assert "lyu2021/phase1" in robustness.stale_markdown(paths)
+    assert "(stale)" in robustness.markdown(paths, figures=False)
+
+
+def test_page_without_sweeps_says_how_to_compute_them(root):
+    text = robustness.markdown(Paths(root), figures=False)
+    assert "No held-out sweep is stored yet: run `make sweeps`." in text
