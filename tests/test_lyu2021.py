@@ -354,3 +354,12 @@ def test_alignment_gap():
     u = np.array([1.0, 0.0])
     assert L.alignment_gap(np.array([[2.0, 0.0], [-1.0, 0.0]]), np.array([1.0, -3.0]), u) == 0
     assert L.alignment_gap(np.array([[0.0, 1.0]]), np.array([1.0]), u) == pytest.approx(1.0)
+
+
+def test_neuron_angles_signed_and_sorted_by_mass():
+    W = np.array([[1.0, 1.0], [2.0, 0.0], [0.0, 1.0]])
+    a = np.array([1.0, 3.0, -1.0])
+    ang, mass = L.neuron_angles(W, a, np.array([1.0, 0.0]))
+    assert np.allclose(ang, [0.0, 45.0]) and np.allclose(mass, [6.0, np.sqrt(2)])
+    ang, _ = L.neuron_angles(np.array([[1.0, -1.0]]), np.array([1.0]), np.array([1.0, 0.0]))
+    assert ang[0] == pytest.approx(-45.0)

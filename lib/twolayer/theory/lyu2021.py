@@ -601,3 +601,22 @@ def alignment_gap(W, a, u) -> float:
 
 
 __all__ += ["first_passage_time", "phase1_decomposition_at", "alignment_gap"]
+
+
+def neuron_angles(W, a, ref) -> tuple[np.ndarray, np.ndarray]:
+    """Signed angles (degrees) of the positive neurons (``a_k > 0``) of a 2-D net to
+    the direction ``ref``, and their masses ``|a_k|‖w_k‖`` (Thm 6.2: where phase I
+    leaves the neurons that later form the limit), largest mass first."""
+    W, a = _wa(W, a)
+    if W.shape[1] != 2:
+        raise ValueError(f"neuron_angles needs 2-D nets, got dimension {W.shape[1]}")
+    u = as_vector(ref, "ref", 2)
+    pos = a > 0
+    Wp = W[pos]
+    ang = np.degrees(np.arctan2(u[0] * Wp[:, 1] - u[1] * Wp[:, 0], Wp @ u))
+    mass = a[pos] * np.linalg.norm(Wp, axis=1)
+    order = np.argsort(-mass)
+    return ang[order], mass[order]
+
+
+__all__ += ["neuron_angles"]
