@@ -15,7 +15,7 @@ LocalCluster with 1 and then 2 single-threaded workers. Reported:
 Results go to ``benchmarks/sweep_results.json`` and the README's table between
 ``<!-- SWEEP_TIMINGS -->`` markers is regenerated from them.
 
-    .venv/bin/python benchmarks/sweep.py [--page sarussi2021/fig4_par_svm] [--points 20]
+    .venv/bin/python benchmarks/sweep.py [--page lyu2021/phase1] [--points 20]
 """
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ def main() -> int:
     import platform
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--page", default="sarussi2021/fig4_par_svm")
+    parser.add_argument("--page", default="lyu2021/phase1")
     parser.add_argument("--points", type=int, default=20)
     parser.add_argument("--note", default="", help="a sentence added under the table (e.g. the host's load)")
     args = parser.parse_args()

@@ -162,8 +162,21 @@ def _num(x) -> str:
     return significant(float(x), 3)
 
 
+_TOC: set[str] = set()
+
+
+def _toc_pages(paths: Paths) -> set[str]:
+    """The pages ``_toc.yml`` lists (``chapter/name``): only those are linked (a
+    link to a page outside the book is a warning, and the build treats warnings
+    as errors)."""
+    import re
+
+    text = (paths.root / "_toc.yml").read_text()
+    return {m.removeprefix("book/") for m in re.findall(r"file:\s*(\S+)", text)}
+
+
 def _link(page: str) -> str:
-    return f"[{page}]({page}.ipynb)"
+    return f"[{page}]({page}.ipynb)" if page in _TOC else f"`{page}`"
 
 
 def _row(r) -> str:
@@ -225,6 +238,8 @@ def figure(rows, chapter: str, out: Path) -> Path:
 
 def markdown(paths: Paths, figures: bool = True) -> str:
     """The robustness page (and, with ``figures``, its figures under ``book/images/robustness``)."""
+    _TOC.clear()
+    _TOC.update(_toc_pages(paths))
     df = load(paths)
     swept = set(df["page"]) if len(df) else set()
     no_seed = [p for p in book_pages(paths) if seed_values(paths, p) is None]
@@ -289,6 +304,8 @@ def markdown(paths: Paths, figures: bool = True) -> str:
 def stale_markdown(paths: Paths) -> str:
     """Checked at build time (the ``SWEEPS_STALE`` marker): the stored sweeps
     whose page changed since they were computed."""
+    _TOC.clear()
+    _TOC.update(_toc_pages(paths))
     df = load(paths)
     if not len(df):
         return ""
