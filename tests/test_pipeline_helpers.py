@@ -14,7 +14,7 @@ from twolayer import pipeline
 
 
 def test_tmp_folder_names_carry_their_owner(tmp_path):
-    tmp = pipeline.cache._tmp_dir(tmp_path / "cache", "ab" * 12)
+    tmp = pipeline.cache.tmp_dir(tmp_path / "cache", "ab" * 12)
     assert tmp.name.startswith(".tmp-" + "ab" * 12)
     assert pipeline.cache._tmp_owner(tmp) == os.getpid()
     assert not pipeline.cache._abandoned(tmp)
@@ -40,11 +40,9 @@ def test_kernel_start_failures_are_recognised():
 
 
 def test_seeds_are_the_parameters_named_seed():
-    assert pipeline.record._seeds({"n": "5", "seed": "0", "data_seed": "3"}) == {
-        "seed": "0",
-        "data_seed": "3",
-    }
-    assert pipeline.record._seeds({"n": "5"}) == {}
+    effective = {"n": "5", "seed": "0", "data_seed": "3"}
+    assert pipeline.record.seed_parameters(effective) == {"seed": "0", "data_seed": "3"}
+    assert pipeline.record.seed_parameters({"n": "5"}) == {}
 
 
 def test_run_record_cell_lists_seed_versions_parameters_time():
@@ -65,7 +63,7 @@ def test_run_record_cell_lists_seed_versions_parameters_time():
             "cvxpy": "1.5",
         },
     )
-    cell = pipeline.record._run_record_cell(meta)
+    cell = pipeline.record.run_record_cell(meta)
     assert cell.metadata["tags"] == ["run-record"]
     for needle in (
         "wall time **12.3 s**",

@@ -69,7 +69,9 @@ def _versions() -> dict:
 TMP_PREFIX = ".tmp-"
 
 
-def _tmp_dir(cache: Path, key: str) -> Path:
+def tmp_dir(cache: Path, key: str) -> Path:
+    """A fresh temporary folder for a run of ``key``, named with this process's pid
+    (so :func:`clean_abandoned` can tell when its owner has died)."""
     cache.mkdir(parents=True, exist_ok=True)
     return Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{key}-{os.getpid()}-", dir=cache))
 
@@ -80,7 +82,8 @@ def _tmp_owner(path: Path) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -96,7 +99,7 @@ def _alive(pid: int) -> bool:
 
 def _abandoned(path: Path) -> bool:
     owner = _tmp_owner(path)
-    return owner is None or not _alive(owner)
+    return owner is None or not alive(owner)
 
 
 def _kill_orphan_kernels(paths: Paths) -> int:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .. import claims as claims_mod
 from .pages import Paths, notebook_ids, parameters
-from .record import _cell
+from .record import table_cell
 
 
 def claims_markdown(paths: Paths) -> str:
@@ -81,10 +81,10 @@ def _ledger_tables(rows: list[dict]) -> list[str]:
         for r in rs:
             sig = claims_mod.significant
             out.append(
-                f"| `{r['id']}` | {_cell(r['source'])} | {r['kind']} | "
-                f"{_cell(r['statement'])} | {r.get('seeds', 1)} | "
+                f"| `{r['id']}` | {table_cell(r['source'])} | {r['kind']} | "
+                f"{table_cell(r['statement'])} | {r.get('seeds', 1)} | "
                 f"{sig(r['measured'], 3)}{_spread(r.get('spread'))} | {r['relation']} "
-                f"{sig(r['threshold'], 3)} | {_cell(r.get('horizon') or '—')} | "
+                f"{sig(r['threshold'], 3)} | {table_cell(r.get('horizon') or '—')} | "
                 f"{_rival_cell(r.get('rival'), r.get('horizon'))} | "
                 f"{_verdict_badge(r)} |"
             )
@@ -102,9 +102,9 @@ def _rival_cell(rival: dict | None, horizon: str | None) -> str:
     if not rival:
         return "—"
     at = rival.get("horizon")
-    where = f" (at {_cell(at)})" if at and at != horizon else ""
+    where = f" (at {table_cell(at)})" if at and at != horizon else ""
     return (
-        f"{_cell(rival['name'])}: {claims_mod.significant(rival['measured'], 3)}"
+        f"{table_cell(rival['name'])}: {claims_mod.significant(rival['measured'], 3)}"
         f"{_spread(rival.get('spread'))}{where}"
     )
 
@@ -114,9 +114,9 @@ def _verdict_badge(row: dict) -> str:
     if row["verdict"] == "holds":
         return "✓ holds"
     if row["verdict"] == "does not reproduce":
-        return f"⚠ does not reproduce: {_cell(row['diagnosis'])}"
+        return f"⚠ does not reproduce: {table_cell(row['diagnosis'])}"
     if row["kind"] == "assumption" and row.get("note"):
-        return f"○ not met: {_cell(row['note'])}"
+        return f"○ not met: {table_cell(row['note'])}"
     return "✗ **fails**"
 
 
@@ -139,8 +139,8 @@ def parameters_markdown(paths: Paths) -> str:
         ]
         for name, p in parameters(paths, nb).items():
             out.append(
-                f"| `{name}` | `{p.default_text}` | `{p.describe()}` | {_cell(p.help)} "
-                "|"
+                f"| `{name}` | `{p.default_text}` | `{p.describe()}` | "
+                f"{table_cell(p.help)} |"
             )
         out.append("")
     return "\n".join(out)

@@ -17,9 +17,14 @@ from pathlib import Path
 from .. import claims as claims_mod
 from .. import parameters as params_mod
 from . import kernels
-from .cache import _alive, _tmp_dir, _versions, cache_key, clean_abandoned
+from .cache import _versions, alive, cache_key, clean_abandoned, tmp_dir
 from .pages import Paths, check_parameters, page_parameters, resolve
-from .record import _data_description, _effective_parameters, _run_record_cell, _seeds
+from .record import (
+    data_description,
+    effective_parameters,
+    run_record_cell,
+    seed_parameters,
+)
 
 
 @dataclass
@@ -81,7 +86,7 @@ def _die_with_parent() -> None:
 
 def _parent_alive(parent: int) -> bool:
     """An entry is published only while the build that asked for it runs."""
-    return os.getppid() == parent and _alive(parent)
+    return os.getppid() == parent and alive(parent)
 
 
 def _kernel_start_failed(exc: BaseException) -> bool:
@@ -135,7 +140,7 @@ def _execute(
     _RUNNING = True
     try:
         for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
-            tmp = _tmp_dir(paths.cache, key)
+            tmp = tmp_dir(paths.cache, key)
             os.environ.update(
                 {
                     claims_mod.CLAIMS_ENV: str(tmp / "claims.json"),
@@ -172,22 +177,22 @@ def _execute(
                     continue
                 raise
         seconds = time.perf_counter() - start
-        effective = _effective_parameters(src, params)
+        effective = effective_parameters(src, params)
         meta = dict(
             notebook=nb,
             key=key,
             parameters=params,
             effective_parameters=effective,
-            seeds=_seeds(effective),
+            seeds=seed_parameters(effective),
             seconds=seconds,
             threads=threads,
             versions=_versions(),
             machine=f"{platform.machine()}, {os.cpu_count()} cores",
             finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-            data=_data_description(src),
+            data=data_description(src),
         )
         out = nbformat.read(tmp / "notebook.ipynb", as_version=4)
-        out.cells.append(_run_record_cell(meta))
+        out.cells.append(run_record_cell(meta))
         nbformat.write(out, tmp / "notebook.ipynb")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
         final = paths.cache / key
