@@ -140,3 +140,89 @@ def test_G_ascent_finds_the_unique_extremal_directions():
 
     with pytest.raises(ValueError, match="sign"):
         phuong2021.G_ascent(ds.X, ds.y, sign=0)
+
+
+# -- the chapter's measurements (fig1_two_layer, fig2_residual) -----------------------
+WP, WM = np.array([1.0, 0.0, 0.0]), np.array([0.0, 2.0, 0.0])
+
+
+def test_fit_two_directions_exact_limit_and_rival():
+    u, z = np.array([0.5, 0.0, 0.3]), np.array([0.0, 0.4, 0.0])
+    W = np.outer(u, WP) + np.outer(z, WM)
+    a = u * np.linalg.norm(WP) - z * np.linalg.norm(WM)
+    fit = P.fit_two_directions(W, a, WP, WM)
+    assert fit.W_residual < 1e-12 and fit.a_residual < 1e-12
+    assert np.all(fit.u * fit.z == 0) and np.all(fit.u >= 0) and np.all(fit.z >= 0)
+    # one neuron tilted by angle 0.1: residual is its sine times its share of ‖W‖_F
+    W2 = W.copy()
+    W2[0] = 0.5 * np.array([np.cos(0.1), 0.0, np.sin(0.1)])
+    fit2 = P.fit_two_directions(W2, a, WP, WM)
+    expected = 0.5 * np.sin(0.1) / np.linalg.norm(W2)
+    assert abs(fit2.W_residual - expected) < 1e-12
+
+
+def test_geodesic_progress_on_and_off_the_path():
+    x = np.array([1.0, 1.0, 0.0]) / np.sqrt(2)
+    # x̂ = (1,1)/√2 is π/4 from w+ = e1; the middle row is a quarter of the way
+    W = np.stack([x, [np.cos(3 * np.pi / 16), np.sin(3 * np.pi / 16), 0.0], WP])
+    s = P.geodesic_progress(W, np.ones(3), WP, WM, x, -x)
+    assert np.allclose(s, [0.0, 0.25, 1.0])
+    off = P.geodesic_progress([[1.0, 1.0, 1.0]], [1.0], WP, WM, x, -x)
+    assert 0 <= off[0] <= 0.5
+    closer = P.closer_to_limit(W, np.ones(3), WP, WM, x, -x)
+    assert closer.tolist() == [False, False, True]
+
+
+def test_fraction_aligned_counts_all_neurons():
+    W = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.0]])
+    a = np.array([1.0, -1.0, 1.0])
+    assert P.fraction_aligned(W, a, WP, WM) == 2 / 3
+    assert P.fraction_aligned_closest(W, WP, WM) == 2 / 3
+
+
+def test_balanced_net_at_keeps_norms_and_signs():
+    W = np.array([[3.0, 0.0, 0.0], [0.0, 0.0, 2.0]])
+    a = np.array([1.0, -5.0])
+    Wx, ax = P.balanced_net_at(W, a, WP, WM)
+    assert np.allclose(Wx, [[3, 0, 0], [0, 2, 0]]) and np.allclose(ax, [3, -2])
+    assert P.imbalance(Wx, ax) == 0.0 and P.imbalance(W, a) == 1.5  # |−5| vs 2
+
+
+def test_settling_time_is_the_last_upward_crossing_in_log_time():
+    t = np.array([1.0, 10.0, 100.0, 1000.0])
+    assert P.settling_time(t, [0.0, 0.0, 1.0, 1.0], 0.5) == pytest.approx(10 ** 1.5)
+    assert P.settling_time(t, [0.6, 0.0, 0.0, 1.0], 0.5) == pytest.approx(10 ** 2.5)
+    assert P.settling_time(t, [0.6, 0.7, 0.8, 0.9], 0.5) == 1.0
+    assert P.settling_time(t, [0.0, 0.1, 0.2, 0.3], 0.5) == float("inf")
+    with pytest.raises(ValueError, match="increasing"):
+        P.settling_time(t[::-1], [0, 0, 1, 1], 0.5)
+
+
+def test_sector_exits_and_lemma_b1_on_hand_made_snapshots():
+    X = np.array([[1.0, 0.0], [-1.0, 0.0]])
+    y = np.array([1.0, -1.0])
+    inside = {"W": np.array([[1.0, 0.0]]), "a": np.array([1.0])}
+    outside = {"W": np.array([[0.0, 1.0]]), "a": np.array([1.0])}
+    assert P.sector_exits([inside, inside], X, y) == 0
+    assert P.sector_exits([inside, outside, inside], X, y) == 1
+    lost, kept = P.lemma_b1_violations(inside["W"], inside["a"], [inside, outside], X, y)
+    assert (lost, kept) == (1, 1)
+
+
+def test_support_ranks_and_two_cluster_data():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 3.0], [-2.0, 0.0], [0.0, -2.0]])
+    assert P.support_ranks(X, [1, 1, 1, -1, -1]) == (2, 2)
+    ds = P.two_cluster_data(300, 5, seed=1)
+    assert ds.X.shape == (300, 5) and set(np.unique(ds.y)) == {-1.0, 1.0}
+    assert not P.is_orthogonally_separable(ds.X, ds.y)
+
+
+def test_representation_measures():
+    R = np.array([[1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 2.0], [0.0, 1.0, 1.0]])
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    q = P.cosine_quantiles(R, y, q=(0.0, 1.0))
+    assert q["cross_max"] == pytest.approx(0.5)  # rows 1 and 3 share unit 1
+    assert q["cross"][0] == 0.0 and q["same"][1] == pytest.approx(1 / np.sqrt(2))
+    assert P.unit_counts(R, y) == dict(dead=0, specific=2, shared=1)
+    assert P.unit_counts(R[[0, 2]], y[[0, 2]]) == dict(dead=1, specific=2, shared=0)
+    assert P.pattern_change(R, R) == 0.0 and P.pattern_change(R, 1 - R) == 1.0

@@ -249,3 +249,224 @@ def limit_normalized_margin(w_plus, w_minus) -> float:
     """Normalised margin ``min_i y_i f(x_i)/‖θ‖²`` of Lemma C.1's limit:
     ``1/(2(‖w+‖ + ‖w−‖))`` (``‖u‖² = 1/‖w+‖``, ``‖z‖² = 1/‖w−‖``, min margin 1)."""
     return 1.0 / (2.0 * (np.linalg.norm(w_plus) + np.linalg.norm(w_minus)))
+
+
+def support_ranks(X, y, tol: float = 1e-6) -> tuple[int, int]:
+    """Ranks of the positive and of the negative support examples of ``w±``.
+    Theorem 1 assumes each equals ``d`` (the support examples span R^d)."""
+    X, y = as_xy(X, y)
+    info = support_examples(X, y, tol=tol)
+    return (int(np.linalg.matrix_rank(X[info.positive])) if len(info.positive) else 0,
+            int(np.linalg.matrix_rank(X[info.negative])) if len(info.negative) else 0)
+
+
+def fraction_aligned(W, a, w_plus, w_minus, level: float = 0.9) -> float:
+    """Fig. 1c's statistic: the fraction of all neurons whose cosine with their
+    own max-margin direction (``w+`` if ``a_j > 0``, ``w−`` otherwise) exceeds
+    ``level`` (the paper: "above 0.9 for most neurons", 100 neurons in total)."""
+    return float(np.mean(cosines_to_max_margin(W, a, w_plus, w_minus) > level))
+
+
+def fraction_aligned_closest(W, w_plus, w_minus, level: float = 0.9) -> float:
+    """Fig. 2g's statistic: the fraction of rows of ``W`` whose cosine with the
+    closer of ``w±`` exceeds ``level`` (no output sign to choose one)."""
+    W = as_matrix(W, "W")
+    return float(np.mean(np.maximum(row_cosines(W, w_plus), row_cosines(W, w_minus)) > level))
+
+
+def _angle(W, ref) -> np.ndarray:
+    return np.arccos(np.clip(row_cosines(W, ref), -1.0, 1.0))
+
+
+def geodesic_progress(W, a, w_plus, w_minus, x_plus, x_minus) -> np.ndarray:
+    """Per neuron, how far along the great circle from its early-phase direction
+    (``x̂±``) to its Theorem 1 direction (``w±``) it sits:
+    ``s_j = (∠(w_j, x̂) − ∠(w_j, w) + ∠(x̂, w)) / (2∠(x̂, w))``.
+
+    On the geodesic ``s`` is the fraction of the angle travelled (0 at ``x̂±``,
+    1 at ``w±``); off it, ``s`` is the point of the geodesic the neuron is
+    equidistant-shifted to. ``s_j > ½`` iff ``w_j`` is closer in angle to ``w±``
+    than to ``x̂±`` (:func:`closer_to_limit`)."""
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a", W.shape[0])
+    out = np.empty(W.shape[0])
+    for sign, w, x in ((1, w_plus, x_plus), (-1, w_minus, x_minus)):
+        rows = (a > 0) if sign > 0 else ~(a > 0)
+        if not rows.any():
+            continue
+        base = float(_angle(np.asarray(x, float)[None, :], w)[0])
+        if base == 0:
+            raise ValueError("x̂ and w coincide: the geodesic has length 0")
+        out[rows] = (_angle(W[rows], x) - _angle(W[rows], w) + base) / (2 * base)
+    return out
+
+
+@dataclass(frozen=True)
+class TwoDirectionFit:
+    """``W/‖W‖_F ≈ u w+ᵀ + z w−ᵀ`` with ``u, z ≥ 0``, ``u_j z_j = 0`` (Theorem 1's
+    form), fitted by non-negative least squares; residuals of both statements."""
+
+    u: np.ndarray
+    z: np.ndarray
+    W_residual: float  # ‖W/‖W‖_F − (u w+ᵀ + z w−ᵀ)‖_F
+    a_residual: float  # ‖a/‖a‖ − (u‖w+‖ − z‖w−‖)‖
+
+
+def fit_two_directions(W, a, w_plus, w_minus) -> TwoDirectionFit:
+    """Test Theorem 1's two statements without reading ``u, z`` off the network.
+
+    Each row ``ŵ_j`` of ``W/‖W‖_F`` is fitted by ``u_j w+`` or by ``z_j w−``
+    (``u_j z_j = 0``), whichever leaves the smaller residual, with the
+    non-negative coefficient of least squares (the exact solution of the NNLS
+    problem with complementarity, row by row). Theorem 1 says the Frobenius
+    residual → 0 and, with the same ``u, z``, ``a/‖a‖ − (u‖w+‖ − z‖w−‖) → 0``."""
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a", W.shape[0])
+    nW, na = np.linalg.norm(W), np.linalg.norm(a)
+    if nW == 0 or na == 0:
+        raise ValueError("W and a must be non-zero")
+    Wn = W / nW
+    wp, wm = np.asarray(w_plus, float), np.asarray(w_minus, float)
+    cu = np.maximum(Wn @ wp / (wp @ wp), 0.0)
+    cz = np.maximum(Wn @ wm / (wm @ wm), 0.0)
+    ru = np.linalg.norm(Wn - np.outer(cu, wp), axis=1)
+    rz = np.linalg.norm(Wn - np.outer(cz, wm), axis=1)
+    use_u = ru <= rz
+    u, z = np.where(use_u, cu, 0.0), np.where(use_u, 0.0, cz)
+    W_res = float(np.linalg.norm(Wn - np.outer(u, wp) - np.outer(z, wm)))
+    a_res = float(np.linalg.norm(a / na - (u * np.linalg.norm(wp) - z * np.linalg.norm(wm))))
+    return TwoDirectionFit(u, z, W_res, a_res)
+
+
+def balanced_net_at(W, a, x_plus, x_minus) -> tuple[np.ndarray, np.ndarray]:
+    """The rival network: every neuron of ``(W, a)`` keeps its norm and its
+    sign but points at ``x̂+`` (``a_j > 0``) or ``x̂−`` (``a_j < 0``); balanced
+    (``a_j = ±‖w_j‖``, Lemma A.4). Dead neurons (``w_j = 0``) stay 0."""
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a", W.shape[0])
+    norms = np.linalg.norm(W, axis=1)
+    dirs = np.where((a > 0)[:, None], np.asarray(x_plus, float), np.asarray(x_minus, float))
+    dirs = dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
+    return norms[:, None] * dirs, np.sign(a) * norms
+
+
+def sector_exits(snapshots, X, y) -> int:
+    """Lemma 3: the number of (neuron, consecutive-snapshot) events where a
+    neuron in ``J+ ∪ J−`` at one snapshot is not at the next."""
+    X, y = as_xy(X, y)
+    inside = []
+    for s in snapshots:
+        g = neuron_groups(s["W"], s["a"], X, y)
+        inside.append(g.plus | g.minus)
+    inside = np.stack(inside)
+    return int(np.sum(inside[:-1] & ~inside[1:]))
+
+
+def lemma_b1_violations(W0, a0, snapshots, X, y) -> tuple[int, int]:
+    """Lemma B.1 checked per (neuron, example) pair: a pair with ``a_j(0) > 0``,
+    ``y_i = +1`` (or ``a_j(0) < 0``, ``y_i = −1``) active at ``t = 0`` must stay
+    active. Returns ``(pairs found inactive at some snapshot, pairs covered)``."""
+    X, y = as_xy(X, y)
+    act0 = activation_pattern(W0, X) > 0
+    kept = act0 & (np.sign(np.asarray(a0, float))[:, None] == y[None, :])
+    lost = np.zeros_like(kept)
+    for s in snapshots:
+        lost |= kept & ~(activation_pattern(s["W"], X) > 0)
+    return int(lost.sum()), int(kept.sum())
+
+
+def imbalance(W, a) -> float:
+    """Lemma A.4 per neuron: ``max_j ||a_j| − ‖w_j‖| / ‖w_j‖`` (0 for a balanced
+    network; gradient flow conserves ``a_j² − ‖w_j‖²``, so a balanced start stays
+    balanced, and a neuron that never moves keeps its initial imbalance)."""
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a", W.shape[0])
+    norms = np.linalg.norm(W, axis=1)
+    if np.any(norms == 0):
+        raise ValueError("every w_j must be non-zero (the ratio is per neuron)")
+    return float(np.max(np.abs(np.abs(a) - norms) / norms))
+
+
+def settling_time(times, values, level: float) -> float:
+    """The time from which ``values`` stays ``≥ level``: the last upward crossing,
+    linearly interpolated in ``log10 t`` between the bracketing snapshots;
+    ``times[0]`` if it never drops below, ``inf`` if it ends below. ``times`` must be
+    positive and increasing."""
+    t = np.asarray(times, float)
+    v = np.asarray(values, float)
+    if t.shape != v.shape or t.ndim != 1 or np.any(t <= 0) or np.any(np.diff(t) <= 0):
+        raise ValueError("times must be positive and increasing, values of the same length")
+    below = np.flatnonzero(v < level)
+    if len(below) == 0:
+        return float(t[0])
+    k = int(below[-1])
+    if k == len(t) - 1:
+        return float("inf")
+    lt0, lt1 = np.log10(t[k]), np.log10(t[k + 1])
+    frac = (level - v[k]) / (v[k + 1] - v[k])
+    return float(10 ** (lt0 + frac * (lt1 - lt0)))
+
+
+def two_cluster_data(n: int = 500, d: int = 20, angle_deg: float = 120.0, noise: float = 0.15,
+                     seed: int = 0):
+    """Linearly but not orthogonally separable data (Lemma 2's rival): positives
+    in two clusters around unit directions ``angle_deg`` apart, negatives around
+    the opposite of their mean; Gaussian noise of std ``noise`` per coordinate.
+    Returns a :class:`~twolayer.data.Dataset`."""
+    from ..data import Dataset
+
+    if int(n) != n or n < 3 or int(d) != d or d < 2:
+        raise ValueError(f"n >= 3 and d >= 2 must be integers, got {n!r}, {d!r}")
+    rng = np.random.default_rng(seed)
+    half = np.deg2rad(angle_deg) / 2
+    c1 = np.zeros(d); c1[0], c1[1] = np.cos(half), np.sin(half)
+    c2 = np.zeros(d); c2[0], c2[1] = np.cos(half), -np.sin(half)
+    cn = -(c1 + c2) / np.linalg.norm(c1 + c2)
+    k = rng.integers(0, 3, size=int(n))
+    centres = np.stack([c1, c2, cn])[k]
+    X = centres + noise * rng.standard_normal((int(n), d))
+    y = np.where(k < 2, 1.0, -1.0)
+    return Dataset(X, y, f"two positive clusters {angle_deg:g}° apart",
+                   f"twolayer.theory.phuong2021.two_cluster_data(n={n}, d={d}, seed={seed})")
+
+
+# -- App. D: representations of a trained network -------------------------------------
+def _unit_rows(R) -> np.ndarray:
+    R = as_matrix(R, "R")
+    norms = np.linalg.norm(R, axis=1, keepdims=True)
+    return R / np.where(norms > 0, norms, 1.0)
+
+
+def cosine_quantiles(R, y, q=(0.05, 0.5, 0.95)) -> dict[str, np.ndarray]:
+    """Quantiles ``q`` of the cosines between representation rows, for
+    cross-class pairs (``"cross"``) and same-class pairs (``"same"``, ``i < j``),
+    and the largest cross-class cosine (``"cross_max"``). Orthogonal
+    separability (§2) needs every cross-class cosine ≤ 0 (``cross_max ≤ 0``)
+    and every same-class one > 0."""
+    U = _unit_rows(R)
+    y = as_vector(y, "y", U.shape[0])
+    cross = (U[y > 0] @ U[y < 0].T).ravel()
+    same = np.concatenate([(lambda C: C[np.triu_indices(len(C), 1)])(U[y == s] @ U[y == s].T)
+                           for s in (1, -1)])
+    return dict(cross=np.quantile(cross, q), same=np.quantile(same, q),
+                cross_max=float(cross.max()))
+
+
+def unit_counts(R, y) -> dict[str, int]:
+    """Units (columns of ``R``) that are dead (never > 0), class-specific
+    (active on images of one class only) or shared (active on both). After a
+    ReLU, orthogonal separability needs no shared unit."""
+    active = as_matrix(R, "R") > 0
+    y = as_vector(y, "y", active.shape[0])
+    pos, neg = active[y > 0].any(0), active[y < 0].any(0)
+    return dict(dead=int((~pos & ~neg).sum()), specific=int((pos ^ neg).sum()),
+                shared=int((pos & neg).sum()))
+
+
+def pattern_change(R_a, R_b) -> float:
+    """Fraction of (example, unit) entries whose activity (``> 0``) differs between
+    two representations of the same examples (0: the activation pattern is frozen)."""
+    A, B = as_matrix(R_a, "R_a") > 0, as_matrix(R_b, "R_b") > 0
+    if A.shape != B.shape:
+        raise ValueError(f"R_a and R_b must have the same shape, got {A.shape} and {B.shape}")
+    return float(np.mean(A != B))
