@@ -240,9 +240,9 @@ def test_a_package_version_change_misses_the_cache(tmp_path, monkeypatch):
     paths = pipeline.Paths(tmp_path)
     before = pipeline.cache_key(paths, "synthesis/a", {})
     assert pipeline.cache_key(paths, "synthesis/a", {}) == before
-    versions = pipeline.cache._versions()
+    versions = pipeline.cache.versions()
     monkeypatch.setattr(
-        pipeline.cache, "_versions", lambda: {**versions, "torch": "9.9.9"}
+        pipeline.cache, "versions", lambda: {**versions, "torch": "9.9.9"}
     )
     assert pipeline.cache_key(paths, "synthesis/a", {}) != before
 
@@ -254,13 +254,38 @@ def test_a_clean_build_orders_pages_by_the_last_benchmark(tmp_path):
     from twolayer.pipeline import runner
 
     paths = pipeline.Paths(tmp_path)
-    assert runner._last_seconds(paths, "ch/a") == 0.0
+    assert runner.last_seconds(paths, "ch/a") == 0.0
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "results.json").write_text(
         _json.dumps({"times": {"ch/a": 12.5}})
     )
-    assert runner._last_seconds(paths, "ch/a") == 12.5
+    assert runner.last_seconds(paths, "ch/a") == 12.5
     meta = paths.executed / "ch" / "a.meta.json"
     meta.parent.mkdir(parents=True)
     meta.write_text(_json.dumps({"seconds": 3.0}))
-    assert runner._last_seconds(paths, "ch/a") == 3.0  # the last run wins
+    assert runner.last_seconds(paths, "ch/a") == 3.0  # the last run wins
+
+
+def test_a_page_error_is_a_message_and_status_1(tmp_path, monkeypatch, capsys):
+    """Library code raises PageError (not SystemExit); the command prints it."""
+    from notebook_factory import write_test_notebook
+
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/intro\n")
+    (tmp_path / "book").mkdir()
+    (tmp_path / "book" / "intro.md").write_text("# Intro\n")
+    paths = pipeline.Paths(tmp_path)
+    with pytest.raises(pipeline.PageError, match="unknown notebook 'ch/missing'"):
+        pipeline.resolve(paths, "ch/missing")
+    monkeypatch.setenv(pipeline.ROOT_ENV, str(tmp_path))
+    assert pipeline.main(["lock", "ch/missing"]) == 1
+    assert "unknown notebook 'ch/missing'" in capsys.readouterr().err
+    write_test_notebook(
+        tmp_path,
+        "ch/a",
+        "# a",
+        "n = 1  # n",
+        "x = n",
+        ["'ch.a.x', 'x', x, '==', 1, 'w'"],
+    )
+    assert pipeline.main(["lock", "ch/a"]) == 1
+    assert "ch/a: not built yet" in capsys.readouterr().err

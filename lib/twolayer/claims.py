@@ -302,7 +302,7 @@ def _default_page() -> str:
     return f"{Path.cwd().name}/(unnamed)"
 
 
-def _clopper_pearson_floor(n: int, bound: float, level: float = 0.05) -> int:
+def clopper_pearson_floor(n: int, bound: float, level: float = 0.05) -> int:
     """The smallest number of successes in ``n`` trials not significantly below
     ``bound`` (one-sided binomial test at ``level``)."""
     from scipy.stats import binom
@@ -447,7 +447,7 @@ class Ledger:
         if not 0 < bound < 1:
             raise ValueError(f"claim {id!r}: bound must be in (0, 1), got {bound}")
         n, k = len(flags), sum(flags)
-        critical = _clopper_pearson_floor(n, bound) / n
+        critical = clopper_pearson_floor(n, bound) / n
         ci = binomtest(k, n).proportion_ci(0.95)
         why = (
             f"{why} — bound {significant(bound, 4)} less the one-sided 95% binomial "
@@ -800,3 +800,8 @@ def load_all(root: str | os.PathLike) -> list[dict]:
         payload = json.loads(p.read_text())
         out.extend({**c, "notebook": payload["notebook"]} for c in payload["claims"])
     return out
+
+
+# Old private names, still used by modules others are editing (issue 34): remove
+# once pipeline/sweep.py uses the public name.
+_clopper_pearson_floor = clopper_pearson_floor

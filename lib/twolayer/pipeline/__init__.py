@@ -39,6 +39,7 @@ from .imports import library_fingerprint, notebook_modules
 from .lock import CHECK_TAG, lock
 from .pages import (
     ROOT_ENV,
+    PageError,
     Paths,
     book_pages,
     check_parameters,
@@ -56,6 +57,7 @@ from .runner import Interrupted, RunResult, execute_all, publish
 __all__ = [
     "CHECK_TAG",
     "Interrupted",
+    "PageError",
     "Paths",
     "ROOT_ENV",
     "RunResult",

@@ -47,13 +47,13 @@ def cache_key(paths: Paths, nb: str, params: dict) -> str:
         data_mod.fingerprint().encode(),
         json.dumps(params, sort_keys=True).encode(),
         nb.encode(),
-        json.dumps(_versions(), sort_keys=True).encode(),
+        json.dumps(versions(), sort_keys=True).encode(),
     ):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()[:24]
 
 
-def _versions() -> dict:
+def versions() -> dict:
     """Versions of Python and of the packages that compute (part of the cache key)."""
     import importlib.metadata as md
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from .. import claims as claims_mod
 from .. import parameters as params_mod
 from .lock import lock
-from .pages import Paths, book_pages, check_parameters, notebook_ids, page_id, parameters, project_root
+from .pages import PageError, Paths, book_pages, check_parameters, notebook_ids, page_id, parameters, project_root
 from .render import render, stage, write_html
 from .runner import RunResult, _raise_interrupted, execute_all, publish
 
@@ -194,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, _raise_interrupted) if main_thread else None
     try:
         return args.fn(args, Paths(project_root()))
+    except PageError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     except KeyboardInterrupt as exc:
         signum = getattr(exc, "signum", signal.SIGINT)
         print(f"twolayer: {str(exc) or 'interrupted'}; nothing partial was cached", file=sys.stderr)

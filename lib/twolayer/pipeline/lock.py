@@ -3,7 +3,7 @@ the source notebook, which nbval compares."""
 
 from __future__ import annotations
 
-from .pages import Paths, resolve
+from .pages import PageError, Paths, resolve
 
 CHECK_TAG = "nbval-check-output"
 
@@ -11,14 +11,16 @@ CHECK_TAG = "nbval-check-output"
 def lock(paths: Paths, nbs: list[str]) -> list[str]:
     """Copy the output of each notebook's claims cell (the one tagged
     ``nbval-check-output``) from the last build into the source notebook, and
-    clear every other stored output, so that nbval compares the claims table."""
+    clear every other stored output, so that nbval compares the claims table.
+    Raises :class:`~twolayer.pipeline.pages.PageError` for a page not built yet or
+    without a single claims cell (earlier pages stay locked)."""
     import nbformat
 
     done = []
     for nb in nbs:
         src, built = resolve(paths, nb), paths.executed / f"{nb}.ipynb"
         if not built.exists():
-            raise SystemExit(f"{nb}: not built yet; run `twolayer build` first")
+            raise PageError(f"{nb}: not built yet; run `twolayer build` first")
         source, executed = (
             nbformat.read(src, as_version=4),
             nbformat.read(built, as_version=4),
@@ -27,12 +29,12 @@ def lock(paths: Paths, nbs: list[str]) -> list[str]:
         outputs = [c.outputs for c in checked]
         targets = [c for c in source.cells if CHECK_TAG in c.metadata.get("tags", [])]
         if len(outputs) != 1 or len(targets) != 1:
-            raise SystemExit(
+            raise PageError(
                 f"{nb}: expected exactly one cell tagged {CHECK_TAG!r} (the claims "
                 "cell)"
             )
         if any(o.get("output_type") == "error" for o in outputs[0]):
-            raise SystemExit(
+            raise PageError(
                 f"{nb}: the claims cell of the last build raised; fix it before locking"
             )
         for cell in source.cells:

@@ -13,6 +13,12 @@ from .. import parameters as params_mod
 ROOT_ENV = "TWOLAYER_ROOT"
 
 
+class PageError(Exception):
+    """A page the pipeline cannot find or lock (an unknown name, not built yet, no
+    single claims cell): the ``twolayer`` command prints the message and exits
+    with status 1."""
+
+
 def project_root() -> Path:
     """The project root (holds ``_toc.yml``): ``$TWOLAYER_ROOT`` or the repo of this
     file."""
@@ -154,7 +160,7 @@ def resolve(paths: Paths, nb: str) -> Path:
             ident = v[0]
     path = paths.book / f"{ident}.ipynb"
     if not path.exists():
-        raise SystemExit(
+        raise PageError(
             f"unknown notebook {nb!r}; the book's pages are:\n  "
             + "\n  ".join(book_pages(paths))
         )

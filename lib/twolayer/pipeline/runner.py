@@ -17,7 +17,7 @@ from pathlib import Path
 from .. import claims as claims_mod
 from .. import parameters as params_mod
 from . import kernels
-from .cache import _versions, alive, cache_key, clean_abandoned, tmp_dir
+from .cache import alive, cache_key, clean_abandoned, tmp_dir, versions
 from .pages import Paths, check_parameters, page_parameters, resolve
 from .record import (
     data_description,
@@ -56,7 +56,8 @@ class Interrupted(KeyboardInterrupt):
         self.signum = int(signum)
 
 
-def _raise_interrupted(signum, frame) -> None:
+def raise_interrupted(signum, frame) -> None:
+    """A signal handler: stop the build with :class:`Interrupted`."""
     raise Interrupted(signum)
 
 
@@ -69,7 +70,7 @@ def _worker_terminated(signum, frame) -> None:
     os._exit(128 + signum)  # idle: nothing to clean up
 
 
-def _worker_signals() -> None:
+def worker_signals() -> None:
     """In a worker: SIGTERM (what the parent sends on an interrupt) unwinds the
     run, so that its temporary folder is removed (papermill's kernel client
     handles it itself, shutting the kernel down, while a cell runs); an idle
@@ -119,7 +120,7 @@ def kernel_threads() -> int:
     return int(os.environ.get("TWOLAYER_THREADS", 1))
 
 
-def _execute(
+def execute_one(
     root: str, nb: str, params: dict, key: str, threads: int, progress: bool
 ) -> dict:
     """Run one notebook into a fresh temporary directory and rename it into the
@@ -131,7 +132,7 @@ def _execute(
 
     global _RUNNING
     parent = os.getppid()
-    _worker_signals()
+    worker_signals()
     _quiet_papermill()
     paths = Paths(Path(root))
     src = resolve(paths, nb)
@@ -186,7 +187,7 @@ def _execute(
             seeds=seed_parameters(effective),
             seconds=seconds,
             threads=threads,
-            versions=_versions(),
+            versions=versions(),
             machine=f"{platform.machine()}, {os.cpu_count()} cores",
             finished=time.strftime("%Y-%m-%d %H:%M:%S"),
             data=data_description(src),
@@ -292,13 +293,13 @@ def execute_all(
     if not todo:
         return [results[nb] for nb in nbs]
     # Longest-running first keeps both cores busy to the end.
-    todo.sort(key=lambda t: -_last_seconds(paths, t[0]))
-    pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=_worker_signals)
+    todo.sort(key=lambda t: -last_seconds(paths, t[0]))
+    pool = cf.ProcessPoolExecutor(max_workers=jobs, initializer=worker_signals)
     futs: dict = {}
     try:
         futs = {
             pool.submit(
-                _execute, str(paths.root), nb, run_params[nb], key, threads, progress
+                execute_one, str(paths.root), nb, run_params[nb], key, threads, progress
             ): (nb, key)
             for nb, key in todo
         }
@@ -371,7 +372,7 @@ def _stop_pool(pool: cf.ProcessPoolExecutor, grace: float = 5.0) -> None:
 BENCH_RESULTS = Path("benchmarks") / "results.json"
 
 
-def _last_seconds(paths: Paths, nb: str) -> float:
+def last_seconds(paths: Paths, nb: str) -> float:
     """How long a page took last time: its last run in ``_build/executed``, else
     the last ``make bench`` (``benchmarks/results.json``, tracked), so that a
     clean build also starts with the longest pages; 0 if unknown."""
@@ -404,3 +405,12 @@ def publish(paths: Paths, results: list[RunResult]) -> None:
                 tmp = dest.with_name(dest.name + suffix + ".tmp")
                 shutil.copyfile(src, tmp)
                 os.replace(tmp, dest.with_name(dest.name + suffix))
+
+
+# Old private names, still used by modules others are editing (issue 34): remove
+# once pipeline/cli.py, pipeline/sweep.py and pipeline/robustness.py use the public
+# names.
+_raise_interrupted = raise_interrupted
+_worker_signals = worker_signals
+_execute = execute_one
+_last_seconds = last_seconds
