@@ -125,8 +125,14 @@ def test_a_probability_claim_needs_its_bound_not_every_point():
 
 
 def test_a_worker_with_another_library_refuses_the_task():
-    with pytest.raises(sw.LibraryMismatch, match="differs from the client's"):
-        sw.run_point("lyu2021/phase1", {}, "key", "0" * 16, "nb")
+    with pytest.raises(sw.LibraryMismatch, match="twolayer library .* differs from the client's"):
+        sw.run_point("lyu2021/phase1", {}, "key", "0" * 16, "nb", origin="otherhost:/lib:/book")
+    from twolayer.pipeline.pages import Paths, project_root
+
+    nb = sw.notebook_code(Paths(project_root()), "lyu2021/phase1")
+    with pytest.raises(sw.LibraryMismatch, match="its notebook .* differs from the client's"):
+        sw.run_point("lyu2021/phase1", {}, "key", sw._worker_code_key(), "0" * 16, origin="otherhost:/lib:/book")
+    assert nb != "0" * 16
 
 
 # ---------------------------------------------------------------------------

@@ -183,11 +183,9 @@ def _fingerprint_once():
 # the code a worker runs
 
 
-@functools.cache
 def code_key() -> str:
     """Hash of the installed ``twolayer`` package's source (every ``.py``) and of
-    the computing packages' versions, taken once per process (the client's when
-    the sweep starts, a worker's at its first task)."""
+    the computing packages' versions."""
     import twolayer
 
     from . import cache
@@ -201,6 +199,24 @@ def code_key() -> str:
         h.update(str(f.relative_to(base)).encode())
         h.update(hashlib.sha256(f.read_bytes()).digest())
     return h.hexdigest()[:16]
+
+
+@functools.cache
+def _worker_code_key() -> str:
+    """A worker's :func:`code_key`, taken at its first task."""
+    return code_key()
+
+
+def installation() -> str:
+    """Where this process's book lives: host, ``twolayer`` package folder, project root.
+    A worker with the client's installation reads the very files the client
+    read: there is nothing to compare (and a file edited during a sweep is
+    treated as ``make book`` treats it)."""
+    import socket
+
+    import twolayer
+
+    return f"{socket.gethostname()}:{Path(twolayer.__file__).resolve().parent}:{project_root()}"
 
 
 def notebook_code(paths: Paths, page: str) -> str:
@@ -287,21 +303,23 @@ def _from_cache(entry: Path) -> dict:
 
 
 def run_point(page: str, run_params: dict, key: str, client_code: str, client_notebook: str,
-              force: bool = False) -> dict:
+              force: bool = False, origin: str = "") -> dict:
     """A dask task: execute one point of ``page`` on this worker as ``rerun``
     does (the page cache, papermill, a kernel forked from the warm zygote).
-    Raises :class:`LibraryMismatch` if this worker's library (or the page's
-    notebook) differs from the client's."""
+    Unless the worker shares the client's installation (``origin``), raises
+    :class:`LibraryMismatch` if its library or the page's notebook differs
+    from the client's."""
     from . import runner
 
     where = _where()
-    mine = code_key()
-    if mine != client_code:
+    same = origin == installation()
+    mine = _worker_code_key()
+    if not same and mine != client_code:
         raise LibraryMismatch(f"worker {where} refuses {page}: its twolayer library (code key {mine}) "
                               f"differs from the client's ({client_code}); install the same commit "
                               f"and package versions on every worker")
     paths = Paths(project_root())
-    if (nb_code := notebook_code(paths, page)) != client_notebook:
+    if not same and (nb_code := notebook_code(paths, page)) != client_notebook:
         raise LibraryMismatch(f"worker {where} refuses {page}: its notebook (hash {nb_code}) differs from "
                               f"the client's ({client_notebook}); check out the same commit on every worker")
     entry = paths.cache / key
@@ -430,7 +448,7 @@ def run_points(paths: Paths, points: list[Point], workers: int | None = None, sc
     try:
         from distributed import as_completed
 
-        code = code_key()
+        code, origin = code_key(), installation()
         with _deferred_interrupt() as pending:  # a cluster half started could not be closed
             client, cluster = _cluster(workers, scheduler)
         if pending:
@@ -438,7 +456,7 @@ def run_points(paths: Paths, points: list[Point], workers: int | None = None, sc
         notebooks = {p: notebook_code(paths, p) for p in {points[i].page for i in todo}}
         for i in todo:
             p = points[i]
-            fut = client.submit(run_point, p.page, p.run_params, p.key, code, notebooks[p.page], force,
+            fut = client.submit(run_point, p.page, p.run_params, p.key, code, notebooks[p.page], force, origin,
                                 key=f"twolayer-point-{p.key}-{i}-{os.getpid()}", pure=False)
             futures[fut] = i
         for fut in as_completed(list(futures)):
