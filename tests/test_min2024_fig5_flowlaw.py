@@ -129,3 +129,23 @@ def test_phase_summary_on_a_small_toy_run_and_join_runs():
     assert s.cos_plus > 0.9 and s.act == 1.0
     with pytest.raises(ValueError, match="never halves"):
         M.phase_summary(steps[:2], loss[:2], Ws[:2], vs[:2], ds.X, ds.y)
+
+
+def test_cone_report_small_init_reaches_cones():
+    ds = _toy()
+    net = models.TwoLayerNet(2, 12, init="balanced", scale=1e-6, seed=0)
+    W0, v0 = net.weights()
+    run = flows.gd(net, ds, lr=0.01, steps=600, reduction="sum", snapshot_steps=range(0, 601, 5))
+    rep = M.cone_report(M.paper_time(run.times), run.param("W"), run.param("a"), np.sign(v0),
+                        ds.X, ds.y, W_init=W0)
+    assert np.isfinite(rep.t1) and rep.in_cone == 1.0
+    assert rep.missed == 0 and rep.exits == 0 and rep.mono == 0
+
+
+def test_alignment_escape_orders_alignment_before_escape_at_small_eps():
+    ds = _toy()
+    net = models.TwoLayerNet(2, 10, init="balanced", scale=1e-8, seed=0)
+    run = flows.gd(net, ds, lr=0.01, steps=1500, reduction="sum", snapshot_steps=range(0, 1501, 5))
+    t1, t_esc, mono = M.alignment_escape(M.paper_time(run.times), run.param("W"), run.param("a"),
+                                         ds.X, ds.y)
+    assert t1 < t_esc < np.inf and mono == 0

@@ -685,3 +685,49 @@ def join_runs(first, second) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nda
     return (np.r_[first.steps, second.steps[1:] + off], np.r_[first.loss, second.loss[1:]],
             np.concatenate([first.param("W"), second.param("W")[1:]]),
             np.concatenate([first.param("a"), second.param("a")[1:]]))
+
+
+@dataclass(frozen=True)
+class ConeReport:
+    """Thm 1 (i)–(ii) read off one run: the alignment time ``t1`` (inf if never) and
+    its snapshot ``k1`` (the last if never), cone exits after ``t1``, eqs. 7–8
+    violations, neurons active on their own class at init that are not in their
+    cone at ``t1`` (``missed``), neurons in ``S_dead`` at ``t1``, and the fraction of
+    neurons in their own cone or dead at the end (``in_cone``)."""
+
+    t1: float
+    k1: int
+    exits: int
+    mono: int
+    missed: int
+    dead: int
+    in_cone: float
+
+
+def cone_report(times, Ws, vs, signs, X, y, W_init) -> ConeReport:
+    """:class:`ConeReport` of a run (``Ws`` (T, h, d), ``signs`` = ``sign v_j(0)``)."""
+    X, y = as_xy(X, y)
+    rec = membership_record(Ws, X, y)
+    s = np.sign(as_vector(signs, "signs", rec.shape[1]))
+    t1 = alignment_time(times, rec, s)
+    k1 = int(np.searchsorted(np.asarray(times, dtype=float), t1)) if np.isfinite(t1) else rec.shape[0] - 1
+    own = np.where(s > 0, S_PLUS, S_MINUS)
+    active = own_class_active(W_init, s, X, y)
+    ok_end = (rec[-1] == own) | (rec[-1] == S_DEAD)
+    return ConeReport(float(t1), k1, cone_exits(rec, k1) if np.isfinite(t1) else 0,
+                      int(monotonicity_violations(Ws, s, X, y).sum()),
+                      int((active & (rec[k1] != own)).sum()), int((rec[k1] == S_DEAD).sum()),
+                      float(ok_end.mean()))
+
+
+def alignment_escape(times, Ws, vs, X, y) -> tuple[float, float, int]:
+    """``(t1, t_esc, mono)`` of a run: the alignment time with the signs of ``v`` at
+    the end (a GD step can flip a tiny ``v_j``; balance is exact only for the flow),
+    the first time ``max_i |f(x_i)| ≥ 1`` (the end of the alignment phase; inf if
+    never) and the eqs. 7–8 violations along the run."""
+    Ws, vs = np.asarray(to_numpy(Ws), dtype=float), np.asarray(to_numpy(vs), dtype=float)
+    t = np.asarray(times, dtype=float)
+    t1 = alignment_time(t, membership_record(Ws, X, y), np.sign(vs[-1]))
+    k = small_output_end(Ws, vs, X)
+    t_esc = float(t[k + 1]) if k + 1 < len(t) else float("inf")
+    return t1, t_esc, int(monotonicity_violations(Ws, np.sign(vs), X, y).sum())
