@@ -1,4 +1,6 @@
-"""Tests of twolayer.theory.min2024 (Min, Mallada & Vidal 2024) and the pipeline's variants."""
+"""Tests of twolayer.theory.min2024 (Min, Mallada & Vidal 2024) and the pipeline's
+variants."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,6 +18,7 @@ def _two_cones(mu_angle: float = 0.3):
 
 # ------------------------------------------------------------------ separability
 
+
 def test_separability_two_points_is_sin_theta():
     for theta in (0.1, 0.5, 1.0):
         ds = data.two_point_set(theta)
@@ -32,13 +35,17 @@ def test_separability_fails_assumption_returns_nonpositive():
     X = np.array([[1.0, 0.0], [1.0, 0.1]])
     assert M.separability(X, [1, -1]) <= 0  # same direction, different labels
     ds = data.mnist_pair(1, 0, max_per_class=20)
-    # raw pixels: every inner product is >= 0, so opposite-label pairs violate Assumption 1
+    # raw pixels: every inner product is >= 0, so opposite-label pairs violate
+    # Assumption 1
     assert M.separability(ds.X, ds.y) < 0
 
 
 def test_separability_returns_python_float_and_accepts_torch():
     import torch
-    mu = M.separability(torch.tensor([[1.0, 0.0], [0.6, 0.8]]), torch.tensor([1.0, 1.0]))
+
+    mu = M.separability(
+        torch.tensor([[1.0, 0.0], [0.6, 0.8]]), torch.tensor([1.0, 1.0])
+    )
     assert isinstance(mu, float) and mu == pytest.approx(0.6)
 
 
@@ -60,26 +67,35 @@ def test_separability_is_scale_invariant_and_at_most_one(seed):
     assert M.separability(X * rng.uniform(0.1, 10, (6, 1)), y) == pytest.approx(mu)
 
 
-@pytest.mark.parametrize("X, y, match", [
-    ([[1.0, 0.0], [0.0, 0.0]], [1, 1], "zero rows"),
-    ([[1.0, 0.0]], [1, 1], "length 1"),
-    ([[1.0, 0.0], [0.0, 1.0]], [1, 0], "labels -1 and \\+1"),
-    ([1.0, 0.0], [1], "2-D"),
-    ([[np.nan, 0.0]], [1], "NaN"),
-    ("abc", [1], "numeric"),
-])
+@pytest.mark.parametrize(
+    "X, y, match",
+    [
+        ([[1.0, 0.0], [0.0, 0.0]], [1, 1], "zero rows"),
+        ([[1.0, 0.0]], [1, 1], "length 1"),
+        ([[1.0, 0.0], [0.0, 1.0]], [1, 0], "labels -1 and \\+1"),
+        ([1.0, 0.0], [1], "2-D"),
+        ([[np.nan, 0.0]], [1], "NaN"),
+        ("abc", [1], "numeric"),
+    ],
+)
 def test_separability_bad_input(X, y, match):
     with pytest.raises(ValueError, match=match):
         M.separability(X, y)
 
 
-# ------------------------------------------------------------------ cones, field, records
+# ---------------------------------------------------------- cones, field, records
+
 
 def test_cone_membership_codes():
     X = np.array([[1.0, 0.0], [-1.0, 0.1]])
     y = np.array([1.0, -1.0])
     W = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, -1.0], [0.05, 1.0]])
-    assert M.cone_membership(W, X, y).tolist() == [M.S_PLUS, M.S_MINUS, M.S_DEAD, M.S_NONE]
+    assert M.cone_membership(W, X, y).tolist() == [
+        M.S_PLUS,
+        M.S_MINUS,
+        M.S_DEAD,
+        M.S_NONE,
+    ]
 
 
 def test_cone_membership_bad_shapes():
@@ -108,7 +124,9 @@ def test_alignment_time_and_exits():
     rec = np.array([[M.S_NONE, M.S_PLUS], [M.S_PLUS, M.S_PLUS], [M.S_PLUS, M.S_DEAD]])
     t = np.array([0.0, 1.0, 2.0])
     assert M.alignment_time(t, rec) == 1.0
-    assert M.alignment_time(t, rec, signs=[1, -1]) == 2.0  # neuron 2 (v<0) counts only in S- or S_dead
+    assert (
+        M.alignment_time(t, rec, signs=[1, -1]) == 2.0
+    )  # neuron 2 (v<0) counts only in S- or S_dead
     assert M.alignment_time(t, np.full((3, 2), M.S_NONE)) == np.inf
     assert M.cone_exits(rec) == 1 and M.cone_exits(rec, start=2) == 0
     with pytest.raises(ValueError, match="cone codes"):
@@ -122,23 +140,35 @@ def test_alignment_time_and_exits():
 def test_monotonicity_violations_counts_forbidden_changes():
     X = np.array([[1.0, 0.0], [-1.0, 0.0]])
     y = np.array([1.0, -1.0])
-    good = np.array([[[0.0, 1.0]], [[1.0, 0.1]]])          # gains the positive point
-    bad = np.array([[[1.0, 0.1]], [[-1.0, 0.1]]])          # loses the positive, gains the negative
+    good = np.array([[[0.0, 1.0]], [[1.0, 0.1]]])  # gains the positive point
+    bad = np.array(
+        [[[1.0, 0.1]], [[-1.0, 0.1]]]
+    )  # loses the positive, gains the negative
     assert M.monotonicity_violations(good, [1.0], X, y).tolist() == [0]
     assert M.monotonicity_violations(bad, [1.0], X, y).tolist() == [2]
-    assert M.monotonicity_violations(bad, [-1.0], X, y).tolist() == [0]  # fine for a negative neuron
+    assert M.monotonicity_violations(bad, [-1.0], X, y).tolist() == [
+        0
+    ]  # fine for a negative neuron
     with pytest.raises(ValueError, match="signs"):
         M.monotonicity_violations(bad, [1.0, 1.0], X, y)
 
 
 # ------------------------------------------------------------------ Lemma 1
 
+
 def test_lemma1_error_small_along_gradient_flow_and_below_lemma4_bound():
     ds = _two_cones()
     net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-5, seed=0)
     W0, _ = net.weights()
-    gf = flows.gradient_flow(net, ds, 0.4, snapshot_times=np.linspace(0, 0.4, 5), reduction="sum",
-                             rtol=1e-10, atol=1e-13)
+    gf = flows.gradient_flow(
+        net,
+        ds,
+        0.4,
+        snapshot_times=np.linspace(0, 0.4, 5),
+        reduction="sum",
+        rtol=1e-10,
+        atol=1e-13,
+    )
     for W, v in zip(gf.param("W"), gf.param("a")):
         err = M.lemma1_error(W, v, ds.X, ds.y).max()
         assert err <= M.lemma4_bound(W, v, ds.X)
@@ -154,12 +184,18 @@ def test_direction_velocity_matches_finite_difference_of_gradient_flow():
     gW, gv = M.weighted_gradients(W, v, ds.X, ds.y, loss_weight=1.0)
     h = 1e-6
     W2 = W + h * gW
-    num = (W2 / np.linalg.norm(W2, axis=1)[:, None] - W / np.linalg.norm(W, axis=1)[:, None]) / h
-    assert np.allclose(M.direction_velocity(W, v, ds.X, ds.y, loss_weight=1.0), num, atol=1e-4)
+    num = (
+        W2 / np.linalg.norm(W2, axis=1)[:, None]
+        - W / np.linalg.norm(W, axis=1)[:, None]
+    ) / h
+    assert np.allclose(
+        M.direction_velocity(W, v, ds.X, ds.y, loss_weight=1.0), num, atol=1e-4
+    )
 
 
 def test_weighted_gradients_match_torch_autograd():
     import torch
+
     ds = _two_cones()
     net = models.TwoLayerNet(2, 5, init="gaussian", scale=0.5, seed=3)
     loss = flows.logistic_loss(torch.tensor(ds.y) * net(torch.tensor(ds.X)), "sum")
@@ -183,9 +219,12 @@ def test_lemma_bounds_bad_input():
 
 # ------------------------------------------------------------------ misc
 
+
 def test_t1_order_and_bad_assumption():
     ds = _two_cones()
-    assert M.t1_order(ds.X, ds.y) == pytest.approx(np.log(ds.n) / np.sqrt(M.separability(ds.X, ds.y)))
+    assert M.t1_order(ds.X, ds.y) == pytest.approx(
+        np.log(ds.n) / np.sqrt(M.separability(ds.X, ds.y))
+    )
     with pytest.raises(ValueError, match="Assumption 1"):
         M.t1_order([[1.0, 0.0], [1.0, 0.1]], [1, -1])
 
@@ -224,8 +263,10 @@ def test_equivalent_step_and_mnist_sizes():
 
 # ------------------------------------------------------------------ pipeline variants
 
+
 def test_pipeline_variants(tmp_path):
     import nbformat
+
     from twolayer import pipeline as P
 
     (tmp_path / "_toc.yml").write_text("format: jb-book\n")
@@ -236,11 +277,16 @@ def test_pipeline_variants(tmp_path):
     cell.metadata["tags"] = ["parameters"]
     nb.cells = [cell]
     nbformat.write(nb, ch / "nb.ipynb")
-    (ch / "variants.yml").write_text("- notebook: ch/nb\n  variant: two\n  parameters: {k: 2}\n")
+    (ch / "variants.yml").write_text(
+        "- notebook: ch/nb\n  variant: two\n  parameters: {k: 2}\n"
+    )
     paths = P.Paths(tmp_path)
     assert P.book_pages(paths) == ["ch/nb", "ch/nb__two"]
     assert P.resolve(paths, "ch/nb__two") == ch / "nb.ipynb"
-    assert P.page_parameters(paths, "ch/nb__two") == {"k": 2} and P.page_parameters(paths, "ch/nb") == {}
+    assert (
+        P.page_parameters(paths, "ch/nb__two") == {"k": 2}
+        and P.page_parameters(paths, "ch/nb") == {}
+    )
     assert P.page_id(paths, "book/ch/nb__two.ipynb") == "ch/nb__two"
     (ch / "variants.yml").write_text("- notebook: ch/missing\n  variant: two\n")
     with pytest.raises(ValueError, match="unknown notebook"):

@@ -1,4 +1,5 @@
 """Tests of the Min et al. helpers behind the Fig 5, Figs 7-9, Fig 6 and sweep pages."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +45,9 @@ def test_linear_gd_matches_autograd_free_formula_and_aligns_with_x_plus_minus():
     ds = _toy()
     rng = np.random.default_rng(0)
     W0, v0 = 1e-4 * rng.standard_normal((6, 2)), 1e-4 * rng.standard_normal(6)
-    k, Ws, vs = M.linear_gd(W0, v0, ds.X, ds.y, lr=0.05, steps=400, snapshot_steps=[0, 400])
+    k, Ws, vs = M.linear_gd(
+        W0, v0, ds.X, ds.y, lr=0.05, steps=400, snapshot_steps=[0, 400]
+    )
     assert list(k) == [0, 400]
     xp, xm = M.aggregate_data(ds.X, ds.y)
     # every neuron aligns with x+ - x- (up to sign): |cos| -> 1
@@ -73,24 +76,34 @@ def test_entry_time_law_and_angles():
 def test_entry_time_law_predicts_gradient_flow_of_a_balanced_neuron():
     theta = 0.05
     ds = data.two_point_set(theta)
-    net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-12, seed=3,
-                             signs=np.ones(8))
+    net = models.TwoLayerNet(
+        2, 8, init="balanced", scale=1e-12, seed=3, signs=np.ones(8)
+    )
     W0, _ = net.weights()
     phi0 = M.entry_angle(W0, ds.X[0], ds.X[1])
     steps = 6000
-    traj = flows.gd(net, ds, lr=2e-3, steps=steps, reduction="sum",
-                    snapshot_steps=range(0, steps + 1, 10))
+    traj = flows.gd(
+        net,
+        ds,
+        lr=2e-3,
+        steps=steps,
+        reduction="sum",
+        snapshot_steps=range(0, steps + 1, 10),
+    )
     t = M.paper_time(traj.times)
     measured = M.entry_times(t, traj.param("W"), ds.X, ds.y)
     one = ~np.isnan(phi0)
     assert one.any()
-    np.testing.assert_allclose(measured[one], M.entry_time(phi0[one], theta), rtol=0.03, atol=0.02)
+    np.testing.assert_allclose(
+        measured[one], M.entry_time(phi0[one], theta), rtol=0.03, atol=0.02
+    )
 
 
 def test_point_cosine():
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
-    np.testing.assert_allclose(M.point_cosine(np.array([[2.0, 0.0], [1.0, 1.0]]), X),
-                               [1.0, np.sqrt(0.5)])
+    np.testing.assert_allclose(
+        M.point_cosine(np.array([[2.0, 0.0], [1.0, 1.0]]), X), [1.0, np.sqrt(0.5)]
+    )
 
 
 def test_rebalanced_keeps_the_network_and_lemma4_ratio_at_most_a_quarter():
@@ -101,7 +114,9 @@ def test_rebalanced_keeps_the_network_and_lemma4_ratio_at_most_a_quarter():
     np.testing.assert_allclose(vb[:, None] * Wb, v[:, None] * W, rtol=1e-12)
     np.testing.assert_allclose(np.abs(vb), np.linalg.norm(Wb, axis=1), rtol=1e-12)
     for scale in (1e-3, 1e-1, 0.5):
-        Ws, vs = M.rebalanced(scale * rng.standard_normal((10, 2)), scale * rng.standard_normal(10))
+        Ws, vs = M.rebalanced(
+            scale * rng.standard_normal((10, 2)), scale * rng.standard_normal(10)
+        )
         r = M.lemma4_ratio(Ws, vs, ds.X, ds.y)
         assert np.isnan(r) or r <= 0.25 + 1e-12
 
@@ -119,9 +134,20 @@ def test_thm1_eps_condition_and_loss_rate_ratio():
 
 def test_phase_summary_on_a_small_toy_run_and_join_runs():
     ds = _toy()
-    nets = [models.TwoLayerNet(2, 10, init="gaussian", scale=1e-4, seed=s) for s in (0, 1)]
-    a = flows.gd_many(nets, ds, lr=0.01, steps=300, reduction="sum", snapshot_steps=range(0, 301, 10))
-    b = flows.gd(nets[0], ds, lr=0.01, steps=300, reduction="sum", snapshot_steps=range(0, 301, 10))
+    nets = [
+        models.TwoLayerNet(2, 10, init="gaussian", scale=1e-4, seed=s) for s in (0, 1)
+    ]
+    a = flows.gd_many(
+        nets, ds, lr=0.01, steps=300, reduction="sum", snapshot_steps=range(0, 301, 10)
+    )
+    b = flows.gd(
+        nets[0],
+        ds,
+        lr=0.01,
+        steps=300,
+        reduction="sum",
+        snapshot_steps=range(0, 301, 10),
+    )
     steps, loss, Ws, vs = M.join_runs(a[0], b)
     assert steps[-1] == 600 and len(steps) == len(loss) == len(Ws) == len(vs) == 61
     s = M.phase_summary(steps, loss, Ws, vs, ds.X, ds.y)
@@ -135,9 +161,18 @@ def test_cone_report_small_init_reaches_cones():
     ds = _toy()
     net = models.TwoLayerNet(2, 12, init="balanced", scale=1e-6, seed=0)
     W0, v0 = net.weights()
-    run = flows.gd(net, ds, lr=0.01, steps=600, reduction="sum", snapshot_steps=range(0, 601, 5))
-    rep = M.cone_report(M.paper_time(run.times), run.param("W"), run.param("a"), np.sign(v0),
-                        ds.X, ds.y, W_init=W0)
+    run = flows.gd(
+        net, ds, lr=0.01, steps=600, reduction="sum", snapshot_steps=range(0, 601, 5)
+    )
+    rep = M.cone_report(
+        M.paper_time(run.times),
+        run.param("W"),
+        run.param("a"),
+        np.sign(v0),
+        ds.X,
+        ds.y,
+        W_init=W0,
+    )
     assert np.isfinite(rep.t1) and rep.in_cone == 1.0
     assert rep.missed == 0 and rep.exits == 0 and rep.mono == 0
 
@@ -145,7 +180,10 @@ def test_cone_report_small_init_reaches_cones():
 def test_alignment_escape_orders_alignment_before_escape_at_small_eps():
     ds = _toy()
     net = models.TwoLayerNet(2, 10, init="balanced", scale=1e-8, seed=0)
-    run = flows.gd(net, ds, lr=0.01, steps=1500, reduction="sum", snapshot_steps=range(0, 1501, 5))
-    t1, t_esc, mono = M.alignment_escape(M.paper_time(run.times), run.param("W"), run.param("a"),
-                                         ds.X, ds.y)
+    run = flows.gd(
+        net, ds, lr=0.01, steps=1500, reduction="sum", snapshot_steps=range(0, 1501, 5)
+    )
+    t1, t_esc, mono = M.alignment_escape(
+        M.paper_time(run.times), run.param("W"), run.param("a"), ds.X, ds.y
+    )
     assert t1 < t_esc < np.inf and mono == 0

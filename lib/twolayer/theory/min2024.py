@@ -2,10 +2,12 @@
 
 Net ``f(x) = Σ_j v_j σ(w_j·x)`` (ReLU, no biases), sum loss ``L = Σ_i ℓ(y_i f(x_i))``.
 
-* **Assumption 1** — ``μ = min_{i,j} ⟨x_i y_i, x_j y_j⟩/(‖x_i‖‖x_j‖) > 0``: :func:`separability`.
+* **Assumption 1** — ``μ = min_{i,j} ⟨x_i y_i, x_j y_j⟩/(‖x_i‖‖x_j‖) > 0``:
+  :func:`separability`.
 * **Cones** ``S+ = {w: w·x_i > 0 ⇔ y_i = +1}``, ``S− = {w: w·x_i > 0 ⇔ y_i = −1}``,
   ``S_dead = {w: w·x_i ≤ 0 ∀i}``: :func:`cone_membership`, :func:`membership_record`.
-* **Direction field** ``x_a(w) = Σ_{i: w·x_i > 0} y_i x_i`` (§3.3, eq. 6): :func:`direction_field`.
+* **Direction field** ``x_a(w) = Σ_{i: w·x_i > 0} y_i x_i`` (§3.3, eq. 6):
+  :func:`direction_field`.
 * **Lemma 1 / Lemma 4** (App. C) — along gradient flow,
   ``‖d/dt(w_j/‖w_j‖) − sign(v_j) P_{w_j} x_a(w_j)‖`` is small while the network output
   is small: :func:`lemma1_error` measures it, :func:`lemma4_bound` and
@@ -21,9 +23,11 @@ Loss normalisation. The paper's analysis (App. C) uses ``ℓ(q) = 2 log(1 + e^{�
 (so that ``−ℓ'(0) = 1``); the book's trainer (:mod:`twolayer.flows`) uses
 ``log(1 + e^{−q})``. The two flows trace the same path, the book's at half the
 speed: book time ``t = steps·lr`` equals paper time ``t/2`` (``t/(2n)`` for the
-mean loss): :func:`paper_time`, :func:`book_time`. The functions below take ``loss_weight`` (2 = the paper's normalisation, the default) so that
+mean loss): :func:`paper_time`, :func:`book_time`. The functions below take
+``loss_weight`` (2 = the paper's normalisation, the default) so that
 velocities are in the paper's time unit.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,15 +44,28 @@ CONE_NAMES = {S_PLUS: "S+", S_MINUS: "S−", S_DEAD: "S_dead", S_NONE: "in trans
 
 #: Images per digit in the standard MNIST training set (LeCun et al.), used to
 #: keep ``η·n`` at the paper's value when the sum loss is run on a subset.
-MNIST_TRAIN_COUNTS = {0: 5923, 1: 6742, 2: 5958, 3: 6131, 4: 5842,
-                      5: 5421, 6: 5918, 7: 6265, 8: 5851, 9: 5949}
+MNIST_TRAIN_COUNTS = {
+    0: 5923,
+    1: 6742,
+    2: 5958,
+    3: 6131,
+    4: 5842,
+    5: 5421,
+    6: 5918,
+    7: 6265,
+    8: 5851,
+    9: 5949,
+}
 
 
 def _unit_rows(X: np.ndarray, name: str) -> np.ndarray:
     norms = np.linalg.norm(X, axis=1)
     if np.any(norms == 0):
-        raise ValueError(f"{name} has zero rows (indices {np.flatnonzero(norms == 0)[:5].tolist()}); "
-                         "cosines to them are undefined")
+        raise ValueError(
+            f"{name} has zero rows (indices "
+            f"{np.flatnonzero(norms == 0)[:5].tolist()}); "
+            "cosines to them are undefined"
+        )
     return X / norms[:, None]
 
 
@@ -62,7 +79,8 @@ def separability(X, y) -> float:
     Raises
     ------
     ValueError
-        If ``X`` is not a finite (n, d) matrix, ``y`` is not in {±1}^n, or a row of ``X`` is zero.
+        If ``X`` is not a finite (n, d) matrix, ``y`` is not in {±1}^n, or a row of
+        ``X`` is zero.
     """
     X, y = as_xy(X, y)
     Z = _unit_rows(X, "X") * y[:, None]
@@ -82,13 +100,16 @@ def _wx(W, X, y=None):
     else:
         X, y = as_xy(X, y)
     if W.shape[1] != X.shape[1]:
-        raise ValueError(f"W has {W.shape[1]} columns but X has {X.shape[1]}: both must be (·, d)")
+        raise ValueError(
+            f"W has {W.shape[1]} columns but X has {X.shape[1]}: both must be (·, d)"
+        )
     return W, X, y
 
 
 def cone_membership(W, X, y) -> np.ndarray:
     """Which cone each neuron (row of ``W``) is in: an int array of codes
-    :data:`S_PLUS`, :data:`S_MINUS`, :data:`S_DEAD` or :data:`S_NONE` (none of the three).
+    :data:`S_PLUS`, :data:`S_MINUS`, :data:`S_DEAD` or :data:`S_NONE` (none of the
+    three).
 
     Activation is strict (``w·x_i > 0``), the paper's subgradient ``σ'(0) = 0``.
     """
@@ -103,10 +124,14 @@ def cone_membership(W, X, y) -> np.ndarray:
 
 
 def membership_record(Ws, X, y) -> np.ndarray:
-    """:func:`cone_membership` of every snapshot: ``Ws`` of shape (T, h, d) → codes (T, h)."""
+    """:func:`cone_membership` of every snapshot: ``Ws`` of shape (T, h, d) → codes
+    (T, h)."""
     Ws = np.asarray(to_numpy(Ws), dtype=float)
     if Ws.ndim != 3:
-        raise ValueError(f"Ws must be a stack of weight matrices of shape (T, h, d), got shape {Ws.shape}")
+        raise ValueError(
+            "Ws must be a stack of weight matrices of shape (T, h, d), got shape "
+            f"{Ws.shape}"
+        )
     return np.stack([cone_membership(W, X, y) for W in Ws])
 
 
@@ -124,7 +149,7 @@ def direction_field(W, X, y, alpha: float = 0.0) -> np.ndarray:
 
 def _projected(W: np.ndarray, V: np.ndarray) -> np.ndarray:
     """``P_{w_j} V_j = V_j − (w_j·V_j) w_j/‖w_j‖²`` row by row."""
-    n2 = (W ** 2).sum(axis=1)
+    n2 = (W**2).sum(axis=1)
     if np.any(n2 == 0):
         raise ValueError("W has zero rows: the direction w/‖w‖ is undefined")
     return V - ((W * V).sum(axis=1) / n2)[:, None] * W
@@ -136,8 +161,11 @@ def _wv(W, v, X, y):
     return W, v, X, y
 
 
-def weighted_gradients(W, v, X, y, loss_weight: float = 2.0) -> tuple[np.ndarray, np.ndarray]:
-    """``(−∇_W L, −∇_v L)`` of ``L = c Σ_i log(1 + e^{−y_i f(x_i)})`` with ``c = loss_weight``
+def weighted_gradients(
+    W, v, X, y, loss_weight: float = 2.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(−∇_W L, −∇_v L)`` of ``L = c Σ_i log(1 + e^{−y_i f(x_i)})`` with
+    ``c = loss_weight``
     (ReLU). Row ``j`` of the first is ``v_j Σ_i c σ(−q_i) y_i 1[w_j·x_i>0] x_i``."""
     W, v, X, y = _wv(W, v, X, y)
     positive(loss_weight, "loss_weight")
@@ -151,7 +179,8 @@ def weighted_gradients(W, v, X, y, loss_weight: float = 2.0) -> tuple[np.ndarray
 
 
 def direction_velocity(W, v, X, y, loss_weight: float = 2.0) -> np.ndarray:
-    """``d/dt (w_j/‖w_j‖) = P_{w_j} ẇ_j / ‖w_j‖`` under gradient flow, every row (h, d)."""
+    """``d/dt (w_j/‖w_j‖) = P_{w_j} ẇ_j / ‖w_j‖`` under gradient flow, every row
+    (h, d)."""
     W, v, X, y = _wv(W, v, X, y)
     gW, _ = weighted_gradients(W, v, X, y, loss_weight)
     return _projected(W, gW) / np.linalg.norm(W, axis=1)[:, None]
@@ -183,7 +212,8 @@ def lemma4_bound(W, v, X) -> float:
 
 @dataclass(frozen=True)
 class Lemma1Bound:
-    """Lemma 1 (App. C): for ``ε ≤ eps_max`` and ``t ≤ horizon``, the error is ``≤ error``."""
+    """Lemma 1 (App. C): for ``ε ≤ eps_max`` and ``t ≤ horizon``, the error is
+    ``≤ error``."""
 
     error: float
     horizon: float
@@ -211,16 +241,18 @@ def lemma1_bound(X, W_init, eps: float) -> Lemma1Bound:
     n, h = X.shape[0], W_init.shape[0]
     x_max = float(np.linalg.norm(X, axis=1).max())
     w_max = float(np.linalg.norm(W_init, axis=1).max()) / eps
-    error = 4.0 * eps * n * np.sqrt(h) * x_max ** 2 * w_max ** 2
+    error = 4.0 * eps * n * np.sqrt(h) * x_max**2 * w_max**2
     horizon = max(0.0, float(np.log(1.0 / (np.sqrt(h) * eps)))) / (4.0 * n * x_max)
-    eps_max = 1.0 / (4.0 * np.sqrt(h) * x_max * w_max ** 2)
+    eps_max = 1.0 / (4.0 * np.sqrt(h) * x_max * w_max**2)
     return Lemma1Bound(float(error), horizon, float(eps_max), eps)
 
 
 def _record(record) -> np.ndarray:
     r = np.asarray(to_numpy(record))
     if r.ndim != 2:
-        raise ValueError(f"record must be a (T, h) array of cone codes, got shape {r.shape}")
+        raise ValueError(
+            f"record must be a (T, h) array of cone codes, got shape {r.shape}"
+        )
     if not np.isin(r, list(CONE_NAMES)).all():
         raise ValueError(f"record must contain only cone codes {sorted(CONE_NAMES)}")
     return r.astype(int)
@@ -231,7 +263,8 @@ def alignment_time(times, record, signs=None) -> float:
     (Thm 1 (i)); ``inf`` if that never happens.
 
     With ``signs`` (``sign v_j``), a neuron counts as aligned only in its own cone
-    or dead: ``S+``/``S_dead`` for ``v_j > 0``, ``S−``/``S_dead`` for ``v_j < 0``, as in Thm 1.
+    or dead: ``S+``/``S_dead`` for ``v_j > 0``, ``S−``/``S_dead`` for ``v_j < 0``, as in
+    Thm 1.
     """
     r = _record(record)
     t = as_vector(times, "times", r.shape[0])
@@ -249,8 +282,10 @@ def cone_exits(record, start: int = 0) -> int:
     ``S_dead`` is found in a different cone at the next snapshot (Thm 1 (ii): 0)."""
     r = _record(record)
     if not 0 <= int(start) < r.shape[0]:
-        raise ValueError(f"start must be a snapshot index in [0, {r.shape[0]}), got {start!r}")
-    r = r[int(start):]
+        raise ValueError(
+            f"start must be a snapshot index in [0, {r.shape[0]}), got {start!r}"
+        )
+    r = r[int(start) :]
     prev, nxt = r[:-1], r[1:]
     return int(((prev != S_NONE) & (nxt != prev)).sum())
 
@@ -286,10 +321,12 @@ def monotonicity_violations(Ws, signs, X, y) -> np.ndarray:
     if s.shape == (Ws.shape[1],):
         s = np.broadcast_to(s, Ws.shape[:2])
     if s.shape != Ws.shape[:2]:
-        raise ValueError(f"signs must have shape (h,) or (T, h) = {Ws.shape[:2]}, got {s.shape}")
+        raise ValueError(
+            f"signs must have shape (h,) or (T, h) = {Ws.shape[:2]}, got {s.shape}"
+        )
     act = np.einsum("thd,nd->thn", Ws, X) > 0
     before, after = act[:-1], act[1:]
-    same = (s[:-1, :, None] * y[None, None, :]) > 0          # the neuron's own class
+    same = (s[:-1, :, None] * y[None, None, :]) > 0  # the neuron's own class
     lost_own = same & before & ~after
     gained_other = ~same & ~before & after
     return (lost_own | gained_other).sum(axis=(0, 2))
@@ -300,14 +337,17 @@ def t1_order(X, y) -> float:
     (the hidden constant depends on data and initialisation)."""
     mu = separability(X, y)
     if mu <= 0:
-        raise ValueError(f"Assumption 1 fails (μ = {mu:.3g} ≤ 0): Thm 1 gives no bound on t1")
+        raise ValueError(
+            f"Assumption 1 fails (μ = {mu:.3g} ≤ 0): Thm 1 gives no bound on t1"
+        )
     n = as_matrix(X, "X").shape[0]
     return float(np.log(max(n, 2)) / np.sqrt(mu))
 
 
 @dataclass(frozen=True)
 class Alignment:
-    """``cos(w̄±, x±)`` (mean neuron of ``V±`` vs aggregate data) with min/max over ``V±``
+    """``cos(w̄±, x±)`` (mean neuron of ``V±`` vs aggregate data) with min/max over
+    ``V±``
     (Fig 5, second plot). NaN where ``V±`` is empty."""
 
     mean_plus: float
@@ -330,13 +370,18 @@ def alignment(W, v, X, y) -> Alignment:
             out += [np.nan] * 3
             continue
         c = row_cosines(W[mask], ref)
-        out += [float(row_cosines(W[mask].mean(axis=0, keepdims=True), ref)[0]), float(c.min()), float(c.max())]
+        out += [
+            float(row_cosines(W[mask].mean(axis=0, keepdims=True), ref)[0]),
+            float(c.min()),
+            float(c.max()),
+        ]
     return Alignment(out[0], out[1], out[2], out[3], out[4], out[5])
 
 
 def norm_direction_changes(W, v, X, y, loss_weight: float = 1.0) -> tuple[float, float]:
     """App. A.5 (Figs 12–13): ``Σ_j |d/dt ‖w_j‖|`` and ``Σ_j ‖d/dt (w_j/‖w_j‖)‖``
-    under a full gradient step of ``L = c Σ ℓ`` (``c = loss_weight``; 1 = the book's loss).
+    under a full gradient step of ``L = c Σ ℓ`` (``c = loss_weight``; 1 = the book's
+    loss).
 
     Pass ``v`` as the fixed second layer when only ``W`` is trained (its gradient
     is then irrelevant: only ``−∇_W L`` enters)."""
@@ -349,8 +394,9 @@ def norm_direction_changes(W, v, X, y, loss_weight: float = 1.0) -> tuple[float,
     return float(d_norm.sum()), float(d_dir.sum())
 
 
-def paper_time(book_time, reduction: str = "sum", n: int | None = None,
-               loss_weight: float = 2.0) -> np.ndarray:
+def paper_time(
+    book_time, reduction: str = "sum", n: int | None = None, loss_weight: float = 2.0
+) -> np.ndarray:
     """Min et al.'s clock from the book's flow time (module docstring, App. C).
 
     The paper's loss is ``Σ_i 2 log(1 + e^{−q_i})`` (``loss_weight`` 2, so that
@@ -362,8 +408,9 @@ def paper_time(book_time, reduction: str = "sum", n: int | None = None,
     return np.asarray(book_time, dtype=float) / _time_factor(reduction, n, loss_weight)
 
 
-def book_time(paper_t, reduction: str = "sum", n: int | None = None,
-              loss_weight: float = 2.0) -> np.ndarray:
+def book_time(
+    paper_t, reduction: str = "sum", n: int | None = None, loss_weight: float = 2.0
+) -> np.ndarray:
     """The inverse of :func:`paper_time`: the book's flow time of a paper time."""
     return np.asarray(paper_t, dtype=float) * _time_factor(reduction, n, loss_weight)
 
@@ -415,10 +462,10 @@ class Track:
     """Thm 1's quantities along a trajectory, one entry per snapshot."""
 
     times: np.ndarray
-    alignment: np.ndarray          # (T, 6): the fields of :class:`Alignment`
+    alignment: np.ndarray  # (T, 6): the fields of :class:`Alignment`
     stable_rank: np.ndarray
     spectral_norm_sq: np.ndarray
-    membership: np.ndarray         # (T, h) cone codes
+    membership: np.ndarray  # (T, h) cone codes
 
     def cos(self, which: str) -> np.ndarray:
         """One column of :attr:`alignment` by field name, e.g. ``"mean_plus"``."""
@@ -437,17 +484,22 @@ def track(times, Ws, vs, X, y) -> Track:
     Ws = np.asarray(to_numpy(Ws), dtype=float)
     vs = np.asarray(to_numpy(vs), dtype=float)
     if Ws.ndim != 3 or vs.shape != Ws.shape[:2]:
-        raise ValueError(f"Ws must be (T, h, d) and vs (T, h); got {Ws.shape} and {vs.shape}")
+        raise ValueError(
+            f"Ws must be (T, h, d) and vs (T, h); got {Ws.shape} and {vs.shape}"
+        )
     times = as_vector(times, "times", Ws.shape[0])
     X, y = as_xy(X, y)
-    al = np.array([list(alignment(W, v, X, y).__dict__.values()) for W, v in zip(Ws, vs)])
+    al = np.array(
+        [list(alignment(W, v, X, y).__dict__.values()) for W, v in zip(Ws, vs)]
+    )
     sr = np.array([metrics.stable_rank(W) for W in Ws])
     sn = np.array([metrics.spectral_norm_sq(W) for W in Ws])
     return Track(times, al, sr, sn, membership_record(Ws, X, y))
 
 
-# ---------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 # Fig 5: what a linear network cannot do, and the two phases read off a run.
+
 
 def live_cosines(W, v, X, y) -> np.ndarray:
     """``cos(w_j, x±)`` of every live neuron (active on some point) with the
@@ -521,11 +573,14 @@ def halving_index(loss) -> int | None:
     return int(hit[0]) if hit.size else None
 
 
-def linear_gd(W, v, X, y, lr: float, steps: int, snapshot_steps) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def linear_gd(
+    W, v, X, y, lr: float, steps: int, snapshot_steps
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """GD on the sum loss ``Σ log(1 + e^{−y_i f(x_i)})`` of the **linear** two-layer
     network ``f(x) = Σ_j v_j w_j·x`` (the rival with no activation pattern: every
     neuron sees every point, so ``x_a = x+ − x−`` for all of them). Returns
-    ``(steps, Ws, vs)`` at ``snapshot_steps``; float64 NumPy, cheap (rank-one updates)."""
+    ``(steps, Ws, vs)`` at ``snapshot_steps``; float64 NumPy, cheap (rank-one
+    updates)."""
     W, v, X, y = _wv(W, v, X, y)
     W, v = W.copy(), v.copy()
     marks = set(int(k) for k in snapshot_steps)
@@ -537,15 +592,16 @@ def linear_gd(W, v, X, y, lr: float, steps: int, snapshot_steps) -> tuple[np.nda
             vs.append(v.copy())
         if k == steps:
             break
-        u = W.T @ v                                  # f(x) = u·x
+        u = W.T @ v  # f(x) = u·x
         g = y / (1.0 + np.exp(np.clip(y * (X @ u), -700, 700)))  # σ(−q_i) y_i
-        r = X.T @ g                                  # −∇_u L
+        r = X.T @ g  # −∇_u L
         W, v = W + lr * np.outer(v, r), v + lr * (W @ r)
     return np.array(kept), np.array(Ws), np.array(vs)
 
 
-# ---------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 # Figs 7-9 and the μ sweep: the per-neuron flow law of two positive points.
+
 
 def entry_angle(W, x1, x2) -> np.ndarray:
     """For neurons active on exactly one of two points: the angle ``φ0`` between
@@ -556,8 +612,11 @@ def entry_angle(W, x1, x2) -> np.ndarray:
     x1, x2 = as_vector(x1, "x1", W.shape[1]), as_vector(x2, "x2", W.shape[1])
     a1, a2 = W @ x1 > 0, W @ x2 > 0
     c1, c2 = row_cosines(W, x1), row_cosines(W, x2)
-    phi = np.where(a1 & ~a2, np.arccos(np.clip(c1, -1, 1)),
-                   np.where(a2 & ~a1, np.arccos(np.clip(c2, -1, 1)), np.nan))
+    phi = np.where(
+        a1 & ~a2,
+        np.arccos(np.clip(c1, -1, 1)),
+        np.where(a2 & ~a1, np.arccos(np.clip(c2, -1, 1)), np.nan),
+    )
     return phi
 
 
@@ -589,8 +648,9 @@ def point_cosine(W, X) -> np.ndarray:
     return np.max([row_cosines(W, x) for x in X], axis=0)
 
 
-# ---------------------------------------------------------------------------------------
+# ------------------------------------------------------------------------------
 # Lemma 1 / 4 at balanced states; Thm 1's ε condition; the long flow.
+
 
 def rebalanced(W, v) -> tuple[np.ndarray, np.ndarray]:
     """The balanced state with the same network: ``w_j ← w_j √(|v_j|/‖w_j‖)``,
@@ -609,7 +669,8 @@ def lemma4_ratio(W, v, X, y) -> float:
     """Max over neurons of the Lemma 1 error over Lemma 4's bound
     ``2 n X_max max_i|f(x_i)|`` at the state (NaN if ``max|f| ≥ 1``). At an
     exactly balanced state it is at most 1/4: the error is
-    ``‖P_w Σ_i (2σ(−q_i) − 1) y_i x_i 1[·]‖ ≤ Σ_i tanh(|q_i|/2) X_max ≤ n X_max max|f|/2``."""
+    ``‖P_w Σ_i (2σ(−q_i) − 1) y_i x_i 1[·]‖ ≤ Σ_i tanh(|q_i|/2) X_max``
+    ``≤ n X_max max|f|/2``."""
     b = lemma4_bound(W, v, X)
     if not np.isfinite(b):
         return float("nan")
@@ -622,7 +683,9 @@ def thm1_eps_condition(X, y, width: int) -> float:
     double precision. Raises if Assumption 1 fails."""
     mu = separability(X, y)
     if mu <= 0:
-        raise ValueError(f"Assumption 1 fails (mu = {mu:.3g} <= 0): Thm 1 has no eps condition")
+        raise ValueError(
+            f"Assumption 1 fails (mu = {mu:.3g} <= 0): Thm 1 has no eps condition"
+        )
     n = as_matrix(X, "X").shape[0]
     return float(np.exp(-n * np.log(n) / np.sqrt(mu)) / np.sqrt(width))
 
@@ -662,29 +725,50 @@ class PhaseSummary:
         return min(self.t_band, self.end) / self.t_half
 
 
-def phase_summary(steps, loss, Ws, vs, X, y, level: float = 0.9, tol: float = 0.01) -> PhaseSummary:
+def phase_summary(
+    steps, loss, Ws, vs, X, y, level: float = 0.9, tol: float = 0.01
+) -> PhaseSummary:
     """:class:`PhaseSummary` of a run with snapshots at ``steps``; raises if the loss
     never halves (the run is too short)."""
     steps = np.asarray(steps)
     k = halving_index(loss)
     if k is None:
-        raise ValueError(f"the loss never halves within {int(steps[-1])} iterations: run longer")
-    Ws, vs = np.asarray(to_numpy(Ws), dtype=float), np.asarray(to_numpy(vs), dtype=float)
+        raise ValueError(
+            f"the loss never halves within {int(steps[-1])} iterations: run longer"
+        )
+    Ws, vs = (
+        np.asarray(to_numpy(Ws), dtype=float),
+        np.asarray(to_numpy(vs), dtype=float),
+    )
     bands = np.array([band(W, v, X, y, level) for W, v in zip(Ws, vs)])
     kb = first_index(np.nan_to_num(bands, nan=0.0), level)
-    al = np.array([[a.mean_plus, a.mean_minus] for a in (alignment(W, v, X, y) for W, v in zip(Ws[:k + 1], vs[:k + 1]))])
-    return PhaseSummary(int(steps[k]), float(steps[kb]) if kb is not None else float("inf"),
-                        float(np.nanmax(al[:, 0])), float(np.nanmax(al[:, 1])),
-                        activation_match(Ws[k], vs[k], X, y, tol), float(bands[k]), int(steps[-1]))
+    al = np.array(
+        [
+            [a.mean_plus, a.mean_minus]
+            for a in (alignment(W, v, X, y) for W, v in zip(Ws[: k + 1], vs[: k + 1]))
+        ]
+    )
+    return PhaseSummary(
+        int(steps[k]),
+        float(steps[kb]) if kb is not None else float("inf"),
+        float(np.nanmax(al[:, 0])),
+        float(np.nanmax(al[:, 1])),
+        activation_match(Ws[k], vs[k], X, y, tol),
+        float(bands[k]),
+        int(steps[-1]),
+    )
 
 
 def join_runs(first, second) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(steps, loss, Ws, vs)`` of a run continued from the end of another
     (``second`` started where ``first`` stopped; its step 0 is dropped)."""
     off = int(first.steps[-1])
-    return (np.r_[first.steps, second.steps[1:] + off], np.r_[first.loss, second.loss[1:]],
-            np.concatenate([first.param("W"), second.param("W")[1:]]),
-            np.concatenate([first.param("a"), second.param("a")[1:]]))
+    return (
+        np.r_[first.steps, second.steps[1:] + off],
+        np.r_[first.loss, second.loss[1:]],
+        np.concatenate([first.param("W"), second.param("W")[1:]]),
+        np.concatenate([first.param("a"), second.param("a")[1:]]),
+    )
 
 
 @dataclass(frozen=True)
@@ -710,14 +794,23 @@ def cone_report(times, Ws, vs, signs, X, y, W_init) -> ConeReport:
     rec = membership_record(Ws, X, y)
     s = np.sign(as_vector(signs, "signs", rec.shape[1]))
     t1 = alignment_time(times, rec, s)
-    k1 = int(np.searchsorted(np.asarray(times, dtype=float), t1)) if np.isfinite(t1) else rec.shape[0] - 1
+    k1 = (
+        int(np.searchsorted(np.asarray(times, dtype=float), t1))
+        if np.isfinite(t1)
+        else rec.shape[0] - 1
+    )
     own = np.where(s > 0, S_PLUS, S_MINUS)
     active = own_class_active(W_init, s, X, y)
     ok_end = (rec[-1] == own) | (rec[-1] == S_DEAD)
-    return ConeReport(float(t1), k1, cone_exits(rec, k1) if np.isfinite(t1) else 0,
-                      int(monotonicity_violations(Ws, s, X, y).sum()),
-                      int((active & (rec[k1] != own)).sum()), int((rec[k1] == S_DEAD).sum()),
-                      float(ok_end.mean()))
+    return ConeReport(
+        float(t1),
+        k1,
+        cone_exits(rec, k1) if np.isfinite(t1) else 0,
+        int(monotonicity_violations(Ws, s, X, y).sum()),
+        int((active & (rec[k1] != own)).sum()),
+        int((rec[k1] == S_DEAD).sum()),
+        float(ok_end.mean()),
+    )
 
 
 def alignment_escape(times, Ws, vs, X, y) -> tuple[float, float, int]:
@@ -725,7 +818,10 @@ def alignment_escape(times, Ws, vs, X, y) -> tuple[float, float, int]:
     the end (a GD step can flip a tiny ``v_j``; balance is exact only for the flow),
     the first time ``max_i |f(x_i)| ≥ 1`` (the end of the alignment phase; inf if
     never) and the eqs. 7–8 violations along the run."""
-    Ws, vs = np.asarray(to_numpy(Ws), dtype=float), np.asarray(to_numpy(vs), dtype=float)
+    Ws, vs = (
+        np.asarray(to_numpy(Ws), dtype=float),
+        np.asarray(to_numpy(vs), dtype=float),
+    )
     t = np.asarray(times, dtype=float)
     t1 = alignment_time(t, membership_record(Ws, X, y), np.sign(vs[-1]))
     k = small_output_end(Ws, vs, X)
