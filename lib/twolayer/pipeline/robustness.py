@@ -85,7 +85,10 @@ def run(paths: Paths, pages: list[str] | None = None, workers: int | None = None
     """Execute the held-out sweeps on one dask cluster and store a table per page."""
     from . import sweep as sw
 
+    from . import runner
+
     todo = plan(paths, pages, max_seconds)
+    todo.sort(key=lambda t: -runner._last_seconds(paths, t[0]))  # longest first: both cores busy to the end
     flat = [p for _, pts in todo for p in pts]
     print(f"held-out sweeps: {len(todo)} page(s), {len(flat)} point(s)", flush=True)
     outcome = sw.run_points(paths, flat, workers=workers, scheduler=scheduler)
@@ -150,7 +153,9 @@ def claim_table(df):
                              rival=c["rival"].dropna().iloc[0] if c["rival"].notna().any() else None,
                              rival_lo=s["rival_min"], rival_hi=s["rival_max"],
                              stale=bool(g["stale"].iloc[0]), commit=str(g["commit"].iloc[0]),
-                             error=next((e for e in c["error"].dropna() if not e.startswith("not executed")), None)))
+                             error=next((e for e, v in zip(c["error"], c["verdict"])
+                                         if isinstance(e, str) and not isinstance(v, str)
+                                         and not e.startswith("not executed")), None)))
     return pd.DataFrame(rows)
 
 
