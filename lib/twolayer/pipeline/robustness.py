@@ -266,12 +266,13 @@ def markdown(paths: Paths, figures: bool = True) -> str:
         weak = table[(table.holds + table.exempt < table.points) | table.error.notna()]
         out += ["## Claims that do not hold on every held-out block", ""]
         if len(weak):
-            out += ["These come first; each page says so in its prose.", "", *HEADER,
+            out += ["Each is linked to its page.", "", *HEADER,
                     *[_row(r) for r in weak.sort_values(["page", "claim"]).itertuples()], ""]
             errs = weak[weak.error.notna()]
             for r in errs.itertuples():
                 out.append(f"- `{r.claim}` ({_link(r.page)}): {r.error}")
-            out.append("")
+            if len(errs):
+                out.append("")
         else:
             out += ["None: every swept claim holds, with its rival failing, on every held-out block.", ""]
         stale = sorted(set(table[table.stale].page))
