@@ -187,3 +187,16 @@ def test_alignment_escape_orders_alignment_before_escape_at_small_eps():
         M.paper_time(run.times), run.param("W"), run.param("a"), ds.X, ds.y
     )
     assert t1 < t_esc < np.inf and mono == 0
+
+
+def test_lemma3_ratios_below_one_on_a_small_balanced_flow():
+    ds = _toy()
+    net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-4, seed=0)
+    W0, _ = net.weights()
+    lb = M.lemma1_bound(ds.X, W0, 1e-4)
+    grid = np.linspace(0, float(M.book_time(lb.horizon)), 21)
+    gf = flows.gradient_flow(net, ds, grid[-1], snapshot_times=grid, reduction="sum")
+    rw, rf, T = M.lemma3_ratios(
+        M.paper_time(gf.times), gf.param("W"), gf.param("a"), ds.X, W0, 1e-4
+    )
+    assert T == pytest.approx(lb.horizon) and 0 < rw <= 1 and 0 < rf <= 1

@@ -827,3 +827,30 @@ def alignment_escape(times, Ws, vs, X, y) -> tuple[float, float, int]:
     k = small_output_end(Ws, vs, X)
     t_esc = float(t[k + 1]) if k + 1 < len(t) else float("inf")
     return t1, t_esc, int(monotonicity_violations(Ws, np.sign(vs), X, y).sum())
+
+
+def lemma3_ratios(times, Ws, vs, X, W_init, eps: float) -> tuple[float, float, float]:
+    """Lemma 3 (App. B.2, eq. 10) along a balanced run: for
+    ``t ≤ T = log(1/(√h ε))/(4 n X_max)`` (paper time), ``max_j ‖w_j‖² ≤ 2 ε W_max²/√h``
+    and ``max_i |f(x_i)| ≤ 2 ε √h X_max W_max²``. Returns the largest measured/bound
+    ratio of each on ``[0, T]`` and ``T``."""
+    X = as_matrix(X, "X")
+    lb = lemma1_bound(X, W_init, eps)
+    n_h = as_matrix(W_init, "W_init").shape[0]
+    x_max = float(np.linalg.norm(X, axis=1).max())
+    w_max2 = (
+        float(np.linalg.norm(as_matrix(W_init, "W_init"), axis=1).max()) / eps
+    ) ** 2
+    t = np.asarray(times, dtype=float)
+    keep = np.flatnonzero(t <= lb.horizon)
+    Ws, vs = (
+        np.asarray(to_numpy(Ws), dtype=float),
+        np.asarray(to_numpy(vs), dtype=float),
+    )
+    norm2 = max(float((Ws[k] ** 2).sum(axis=1).max()) for k in keep)
+    fmax = max(max_output(Ws[k], vs[k], X) for k in keep)
+    return (
+        norm2 / (2 * eps * w_max2 / np.sqrt(n_h)),
+        fmax / (2 * eps * np.sqrt(n_h) * x_max * w_max2),
+        lb.horizon,
+    )
