@@ -331,7 +331,8 @@ def heatmaps(axes, frame, gap: str, threshold: float, relation: str = "<=", labe
     im = axes[0].pcolormesh(x, yy, P, shading="nearest", cmap="RdYlGn", vmin=0, vmax=1)
     axes[0].figure.colorbar(im, ax=axes[0], label="pass rate")
     positive = M[M > 0]
-    norm = mcolors.LogNorm(vmin=positive.min(), vmax=positive.max()) if positive.size else None
+    norm = (mcolors.LogNorm(vmin=positive.min(), vmax=positive.max())
+            if positive.size and positive.max() > 10 * positive.min() else None)  # log only over decades
     im2 = axes[1].pcolormesh(x, yy, np.where(M > 0, M, np.nan), shading="nearest", cmap="viridis",
                              norm=norm)
     axes[1].figure.colorbar(im2, ax=axes[1], label=f"median {label or gap}")
