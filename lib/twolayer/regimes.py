@@ -217,11 +217,42 @@ def phuong_probability_point(width: int, seed: int, init_scale: float = PROBABIL
     return out
 
 
+def moves_point(kind: str, value: float, seed: int) -> dict:
+    """One hypothesis moved on :func:`twolayer.synthesis.nonsymmetric_data` (width 20,
+    balanced init 1e-3, t = 1e300): ``kind="std"`` moves the spread (so Min's ``μ``
+    through 0), ``kind="alpha"`` the leaky slope at spread 0.5."""
+    from .synthesis import move_point, nonsymmetric_data
+
+    if kind == "alpha":
+        out = move_point(nonsymmetric_data(std=0.5, seed=seed), alpha=value, seed=seed)
+    else:
+        out = move_point(nonsymmetric_data(std=value, seed=seed), seed=seed)
+    return dict(kind=kind, value=value, seed=seed, **out)
+
+
+def moves_key() -> str:
+    """The code key of the ``moves`` grid: :func:`code_key` and the source of the
+    synthesis functions it runs."""
+    import inspect
+
+    from . import synthesis
+
+    h = hashlib.sha256(code_key().encode())
+    for fn in (synthesis.move_point, synthesis.nonsymmetric_data, synthesis.live_gap):
+        h.update(inspect.getsource(fn).encode())
+    return h.hexdigest()[:12]
+
+
 POINTS = dict(phuong_min=phuong_min_point, lyu=lyu_point, sarussi=sarussi_point,
-              lyu_probability=lyu_probability_point, phuong_probability=phuong_probability_point)
+              lyu_probability=lyu_probability_point, phuong_probability=phuong_probability_point,
+              moves=moves_point)
+MOVES = dict(alpha=(0.0, 0.05, 0.2, 0.5), std=(0.3, 0.6, 0.8, 1.0))
 
 
 def _grid(name: str) -> list[dict]:
+    if name == "moves":
+        return [dict(kind=k, value=v, seed=s) for k, values in MOVES.items() for v in values
+                for s in range(5)]
     if name in ("lyu_probability", "phuong_probability"):
         return [dict(width=m, seed=s) for m in PROBABILITY_WIDTHS for s in PROBABILITY_SEEDS]
     return [dict(init_scale=sc, width=w, seed=s) for sc in SCALES for w in WIDTHS for s in SEEDS]
@@ -248,7 +279,7 @@ def compute(name: str, workers: int = 1, points: list[dict] | None = None):
     points = _grid(name) if points is None else points
     rows = run_sweep(_timed, [dict(name=name, point=p) for p in points], max_workers=workers)
     frame = pd.DataFrame(rows)
-    frame["commit"], frame["code_key"] = _commit(), code_key()
+    frame["commit"], frame["code_key"] = _commit(), moves_key() if name == "moves" else code_key()
     return frame
 
 
@@ -271,7 +302,7 @@ def load(name: str):
     import pandas as pd
 
     frame = pd.read_parquet(path(name))
-    stale = bool((frame["code_key"] != code_key()).any())
+    stale = bool((frame["code_key"] != (moves_key() if name == "moves" else code_key())).any())
     return frame, stale
 
 
