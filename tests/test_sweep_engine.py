@@ -284,7 +284,12 @@ def test_ctrl_c_keeps_the_finished_points_and_the_same_command_resumes(root):
     assert not list((root / "_build" / "cache").glob(".tmp-*"))
     again = sweep(root, *args)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert f"{len(done)} cached" in again.stdout or f"{len(done) + 1} cached" in again.stdout
+    import re
+
+    # the points finished before the interrupt are not executed again (those that
+    # finished while the cluster was closing may be cached too)
+    cached = int(re.search(r"(\d+) cached", again.stdout).group(1))
+    assert cached >= len(done), again.stdout
 
 
 def test_points_are_keyed_exactly_as_rerun_keys_them():
