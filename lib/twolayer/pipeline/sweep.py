@@ -625,11 +625,14 @@ def _exempt(r) -> bool:
 
 
 def summarize(df) -> tuple[list[dict], bool]:
-    """Per claim: points where it holds with its rival failing, of all points;
-    min / median / max of the measured value; whether that is enough.
-    Returns (one dict per claim, all enough)."""
+    """Per claim: points where it holds with its rival failing, of the points
+    executed; min / median / max of the measured value; whether that is enough.
+    Returns (one dict per claim, all enough and every point executed)."""
+    skipped = df["error"].fillna("").str.startswith("not executed")
+    ok = not skipped.any()  # points the sweep never reached are not counted, but it is not complete
+    df = df[~skipped]
     n_points = int(df["point"].nunique()) if len(df) else 0
-    out, ok = [], True
+    out = []
     for (page, claim), g in df[df["claim"].notna()].groupby(["page", "claim"], sort=False):
         measured = g["measured"].dropna()
         holds = int(g["holds"].fillna(False).astype(bool).sum())
