@@ -66,9 +66,10 @@ sweep: $(STAMP)
 	$(BIN)/twolayer sweep $(NB) $(ARGS) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 ## make sweeps: every page with a seed parameter over held-out seeds (data/sweeps/*.parquet,
-## stored in the repository), then book/robustness.md; PAGES="chapter/name ..." for some
+## stored in the repository), then book/robustness.md; PAGES="chapter/name ..." for some,
+## ARGS="--max-seconds 30" for the pages whose last run took at most 30 s
 sweeps: $(STAMP)
-	$(BIN)/python -m twolayer.pipeline.robustness run $(PAGES) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+	$(BIN)/python -m twolayer.pipeline.robustness run $(PAGES) $(ARGS) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 ## make bench-sweep: throughput of a 20-point sweep with 1 and 2 workers (README, "Sweeps")
 bench-sweep: $(STAMP)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -343,8 +344,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = Paths(project_root())
     if args.command == "plan":
+        from .runner import _last_seconds
+
+        total = 0.0
         for page, pts in plan(paths):
-            print(f"{page}: seed = {', '.join(str(p.values['seed']) for p in pts)}")
+            cost = len(pts) * _last_seconds(paths, page)
+            total += cost
+            print(f"{page}: seed = {', '.join(str(p.values['seed']) for p in pts)}  (~{cost:.0f} s of page time)")
+        print(f"~{total:.0f} s of page time in all (the pages' last runs), ~{total / (os.cpu_count() or 1):.0f} s "
+              f"wall on {os.cpu_count()} cores")
         return 0
     rc = 0
     if args.command == "run":
