@@ -70,3 +70,24 @@ def test_page_lists_claims_that_flip_first_and_marks_stale(root):
 def test_page_without_sweeps_says_how_to_compute_them(root):
     text = robustness.markdown(Paths(root), figures=False)
     assert "No held-out sweep is stored yet: run `make sweeps`." in text
+
+
+@pytest.mark.slow
+def test_make_sweeps_stores_a_table_per_page_and_writes_the_page(tmp_path):
+    import subprocess
+    import sys
+
+    import pandas as pd
+    from test_sweep_engine import _env, make_root
+
+    root = tmp_path / "book"
+    root.mkdir()
+    make_root(root)
+    r = subprocess.run([sys.executable, "-m", "twolayer.pipeline.robustness", "run", "--workers", "2"],
+                       env=_env(root), cwd=root, capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout + r.stderr
+    df = pd.read_parquet(root / "data" / "sweeps" / "synthesis__a.parquet")
+    assert sorted(df["seed"]) == list(range(1, 11)) and df["holds"].all()  # seed only: the next 10 seeds
+    assert set(df["commit"]) and df["code_key"].nunique() == 1
+    text = (root / "book" / "robustness.md").read_text()
+    assert "`synthesis.a.value`" in text and "10/10" in text and "(stale)" not in text
