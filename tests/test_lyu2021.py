@@ -363,3 +363,10 @@ def test_neuron_angles_signed_and_sorted_by_mass():
     assert np.allclose(ang, [0.0, 45.0]) and np.allclose(mass, [6.0, np.sqrt(2)])
     ang, _ = L.neuron_angles(np.array([[1.0, -1.0]]), np.array([1.0]), np.array([1.0, 0.0]))
     assert ang[0] == pytest.approx(-45.0)
+
+
+def test_axis_tilt():
+    e1 = np.array([1.0, 0.0])
+    assert L.axis_tilt(np.array([[2.0, 0.0], [-1.0, 0.0]]), e1) == 0
+    assert L.axis_tilt(np.array([[0.0, 1.0]]), e1) == pytest.approx(1.0)
+    assert L.axis_tilt(np.array([[1.0, 1.0]]), e1) == pytest.approx(2**-0.5)

@@ -620,3 +620,18 @@ def neuron_angles(W, a, ref) -> tuple[np.ndarray, np.ndarray]:
 
 
 __all__ += ["neuron_angles"]
+
+
+def axis_tilt(W, u) -> float:
+    """How far a net's neurons are off the axis ``u``: ``Σ_k ‖w_k^⊥‖‖w_k‖ / Σ_k ‖w_k‖²``
+    (``w_k^⊥`` the part of ``w_k`` orthogonal to ``u``); 0 iff every neuron lies on
+    the axis, the net is then a function of ``⟨u, x⟩`` (Fig. 1 middle)."""
+    W = as_matrix(W, "W")
+    u = as_vector(u, "u", W.shape[1])
+    u = u / np.linalg.norm(u)
+    perp = np.linalg.norm(W - np.outer(W @ u, u), axis=1)
+    norms = np.linalg.norm(W, axis=1)
+    return float((perp * norms).sum() / (norms**2).sum())
+
+
+__all__ += ["axis_tilt"]
