@@ -76,3 +76,33 @@ def test_compute_records_errors_and_keys():
     assert (f["code_key"] == regimes.code_key()).all()
     with pytest.raises(ValueError, match="name must be one of"):
         regimes.compute("nope")
+
+
+def test_nonsymmetric_data_is_not_mirrored_and_mu_falls_with_spread():
+    from twolayer.theory import min2024
+
+    tight, wide = synthesis.nonsymmetric_data(std=0.3, seed=1), synthesis.nonsymmetric_data(std=1.5, seed=1)
+    assert np.abs(tight.X).max() <= 1 + 1e-12
+    w_plus, w_minus = synthesis.max_margin_pair(tight)
+    assert np.linalg.norm(w_plus / np.linalg.norm(w_plus) + w_minus / np.linalg.norm(w_minus)) > 0.1
+    assert min2024.separability(tight.X, tight.y) > 0 > min2024.separability(wide.X, wide.y)
+
+
+def test_live_gap_is_zero_on_the_limit_and_nan_when_all_dead():
+    data = synthesis.synthesis_data(seed=0)
+    w_plus, w_minus = synthesis.max_margin_pair(data)
+    W = np.stack([w_plus, 2 * w_minus])
+    assert synthesis.live_gap(W, np.array([1.0, -1.0]), data.X, w_plus, w_minus) == pytest.approx(0, abs=1e-12)
+    assert np.isnan(synthesis.live_gap(np.zeros((2, data.d)), np.ones(2), data.X, w_plus, w_minus))
+
+
+def test_phase1_alignment_small_init_points_along_mu():
+    out = synthesis.phase1_alignment(0, 0.1, 1.0, alpha=0.5, width=6)
+    assert out["small"] > 1 - 2 * 0.1 ** 2 > out["large"]
+    assert out["T1"] > 0 and out["sigma"] < 1e-2
+
+
+def test_move_point_reports_the_hypotheses():
+    out = synthesis.move_point(synthesis.nonsymmetric_data(std=0.3, seed=0), width=4, t_max=1e20)
+    assert out["orthogonal"] and out["mu"] > 0 and np.isfinite(out["t_scale"])
+    assert out["t1"] <= out["t_scale"] * 10
