@@ -200,3 +200,30 @@ def test_lemma3_ratios_below_one_on_a_small_balanced_flow():
         M.paper_time(gf.times), gf.param("W"), gf.param("a"), ds.X, W0, 1e-4
     )
     assert T == pytest.approx(lb.horizon) and 0 < rw <= 1 and 0 < rf <= 1
+
+
+def test_two_point_summary_counts_outsiders_and_entries():
+    X, y = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([1.0, 1.0])
+    W_start = np.array([[1.0, -0.5], [1.0, 1.0], [-1.0, -1.0]])
+    W_mid = np.array([[1.0, -0.1], [1.0, 1.0], [-1.0, -1.0]])
+    W_end = np.array([[1.0, -1e-3], [1.0, 1.0], [-1.0, -1.0]])
+    v = np.array([1.0, 1.0, 1.0])
+    s = M.two_point_summary(
+        np.stack([W_start, W_mid, W_end]), np.stack([v, v, v]), X, y, 1
+    )
+    np.testing.assert_allclose(s["in_plus"], [0.5, 0.5, 0.5])
+    assert s["n_out"] == 1 and s["entered"] == 0.0
+    assert s["settled"] > 0.99 and s["settled_init"] < 0.9
+
+
+def test_entry_law_row_on_a_synthetic_record():
+    theta = 0.1
+    X, y = np.array([[1.0, 0.0], [np.sin(theta), np.cos(theta)]]), np.array([1.0, 1.0])
+    phi0 = 1.0
+    W0 = np.array([[np.cos(-phi0), np.sin(-phi0)]])
+    t_law = float(M.entry_time(phi0, theta))
+    times = np.array([0.0, t_law])
+    Ws = np.stack([W0, np.array([[1.0, 0.0]])])  # in S+ at the second snapshot
+    row = M.entry_law_row(theta, W0, [1.0], times, Ws, X, y)
+    assert row["t1_measured"] == pytest.approx(t_law) and row["neurons"] == 1
+    assert row["worst_neuron"] == pytest.approx(0.0)

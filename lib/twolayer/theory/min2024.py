@@ -854,3 +854,59 @@ def lemma3_ratios(times, Ws, vs, X, W_init, eps: float) -> tuple[float, float, f
         fmax / (2 * eps * np.sqrt(n_h) * x_max * w_max2),
         lb.horizon,
     )
+
+
+def two_point_summary(Ws, vs, X, y, k_mid: int) -> dict:
+    """Figs 7–9 read off one run on positive points (``Ws`` (T, h, d), ``vs`` (T, h)):
+    live positive neurons are those with ``v_j > 0`` and not in ``S_dead`` at the end.
+    ``in_plus`` the fraction of them in ``S+`` at each snapshot; ``n_out`` how many are
+    outside ``S+`` at the end; ``settled`` / ``settled_init`` the smallest
+    :func:`point_cosine` of those at the end / at the start (NaN if none);
+    ``entered`` the fraction of the ones outside ``S+`` at snapshot ``k_mid`` that
+    are in ``S+`` at the end (NaN if none)."""
+    Ws, vs = (
+        np.asarray(to_numpy(Ws), dtype=float),
+        np.asarray(to_numpy(vs), dtype=float),
+    )
+    rec = membership_record(Ws, X, y)
+    live = (vs[-1] > 0) & (rec[-1] != S_DEAD)
+    out = live & (rec[-1] != S_PLUS)
+    out_mid = live & (rec[k_mid] != S_PLUS)
+
+    def low(W):
+        return float(point_cosine(W[out], X).min()) if out.any() else float("nan")
+
+    entered = (rec[-1, out_mid] == S_PLUS).mean() if out_mid.any() else np.nan
+    return dict(
+        rec=rec,
+        in_plus=(rec[:, live] == S_PLUS).mean(axis=1),
+        n_out=int(out.sum()),
+        settled=low(Ws[-1]),
+        settled_init=low(Ws[0]),
+        entered=float(entered),
+    )
+
+
+def entry_law_row(theta: float, W0, v0, times, Ws, X, y) -> dict:
+    """The per-neuron law (:func:`entry_time`) on one run on two positive points at
+    angle ``π/2 − θ``: over the positive neurons active on one point only at
+    initialisation, the last measured entry into ``S+`` (``t1_measured``, times as
+    given), the law's (``t1_law``), and the worst neuron's ``|log(measured/law)|``
+    among those the law does not put at 0 (law > 0.1)."""
+    W0 = as_matrix(W0, "W0")
+    v0 = as_vector(v0, "v0", W0.shape[0])
+    X = as_matrix(X, "X")
+    phi0 = entry_angle(W0, X[0], X[1])
+    one = (v0 > 0) & ~np.isnan(phi0)
+    if not one.any():
+        raise ValueError("no positive neuron is active on exactly one point")
+    t_in = entry_times(times, Ws, X, y)[one]
+    law = entry_time(phi0[one], theta)
+    return dict(
+        theta=theta,
+        mu=float(np.sin(theta)),
+        neurons=int(one.sum()),
+        t1_measured=float(t_in.max()),
+        t1_law=float(law.max()),
+        worst_neuron=float(np.abs(np.log(t_in / law))[law > 0.1].max()),
+    )
