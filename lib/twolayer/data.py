@@ -510,3 +510,36 @@ def fingerprint() -> str:
         except ImportError:
             h.update(b"no mlxtend")
     return h.hexdigest()
+
+
+def uniform_ball_linear(
+    n: int,
+    d: int,
+    margin: float = 0.1,
+    w_star: np.ndarray | None = None,
+    seed: int = 0,
+) -> Dataset:
+    """``n`` linearly separable points uniform in the unit ball of R^d, labelled by a
+    linear teacher ``sign(w*·x)`` with a band of half-width ``margin`` removed (the
+    d-dimensional counterpart of :func:`uniform_disk_linear`; Lyu et al. Thm 6.2
+    beyond the plane)."""
+    n, d = _count(n), _count(d, "d")
+    w = np.eye(d)[0] if w_star is None else np.asarray(w_star, dtype=np.float64)
+    if w.shape != (d,):
+        raise ValueError(f"w_star must have shape ({d},), got {w.shape}")
+    w = w / np.linalg.norm(w)
+    rng = _rng(seed)
+    pts = []
+    while len(pts) < n:
+        x = rng.standard_normal(d)
+        x *= rng.random() ** (1 / d) / np.linalg.norm(x)
+        if abs(x @ w) >= margin:
+            pts.append(x)
+    X = np.array(pts)
+    return Dataset(
+        X,
+        np.sign(X @ w),
+        f"ball-linear(n={n}, d={d})",
+        f"uniform unit ball in R^{d}, teacher {w.round(3).tolist()}, margin {margin}, "
+        f"seed {seed}",
+    )
