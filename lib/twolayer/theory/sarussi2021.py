@@ -583,9 +583,20 @@ def departure_from_best_line(W_pos, W_neg, X, alpha: float, n_angles: int = 1440
     if int(n_angles) != n_angles or n_angles < 4:
         raise ValueError(f"n_angles must be an integer >= 4, got {n_angles!r}")
     s = np.sign(network_output(P, Q, X, alpha))
-    th = np.linspace(0.0, 2 * np.pi, int(n_angles), endpoint=False)
-    V = np.stack([np.cos(th), np.sin(th)])                      # (2, n_angles)
-    return float((np.sign(X @ V) != s[:, None]).mean(axis=0).min())
+    B = int(n_angles)
+    # the points by polar angle, binned: a normal at bin j calls +1 the half-plane of the
+    # B/2 bins centred on j (a point's side is decided to the bin width, 2π/B)
+    phi = np.mod(np.arctan2(X[:, 1], X[:, 0]), 2 * np.pi)
+    b = np.minimum((phi / (2 * np.pi) * B).astype(int), B - 1)
+    pos = np.bincount(b, weights=(s > 0), minlength=B)
+    neg = np.bincount(b, weights=(s < 0), minlength=B)
+    zero = np.count_nonzero(s == 0)                             # never agrees with a side
+    start = np.arange(B) - B // 4 + B                           # window of bins, tripled
+    cum = lambda w: np.r_[0.0, np.cumsum(np.tile(w, 3))]
+    cp, cn = cum(pos), cum(neg)
+    end = start + B // 2
+    wrong = (cn[end] - cn[start]) + (pos.sum() - (cp[end] - cp[start]))
+    return float((wrong.min() + zero) / len(X))
 
 
 def regime_record(W, X, alpha: float, margin: float = 0.0) -> dict:
