@@ -370,3 +370,9 @@ def test_axis_tilt():
     assert L.axis_tilt(np.array([[2.0, 0.0], [-1.0, 0.0]]), e1) == 0
     assert L.axis_tilt(np.array([[0.0, 1.0]]), e1) == pytest.approx(1.0)
     assert L.axis_tilt(np.array([[1.0, 1.0]]), e1) == pytest.approx(2**-0.5)
+
+
+def test_phase1_argmax_is_mu_bar_on_symmetric_data(sym):
+    mu_bar = L.mu(sym.X, sym.y) / np.linalg.norm(L.mu(sym.X, sym.y))
+    w = L.phase1_argmax(sym.X, sym.y, 0.5, np.array([1.0, 0.0]))
+    assert w @ mu_bar == pytest.approx(1.0, abs=1e-9)

@@ -635,3 +635,27 @@ def axis_tilt(W, u) -> float:
 
 
 __all__ += ["axis_tilt"]
+
+
+def phase1_argmax(X, y, alpha: float, w0, restarts: int = 8, seed: int = 0) -> np.ndarray:
+    """The unit vector maximising ``G(w) = (1/2n) Σ_i y_i φ(w·x_i)`` near ``w0`` (any
+    dimension): where phase I (Lemma 5.2) sends the neurons of the hinted set
+    (Thm 6.2). Nelder–Mead on ``w/‖w‖`` from ``w0`` and ``restarts`` perturbed starts."""
+    X, y = as_xy(X, y)
+    w0 = as_vector(w0, "w0", X.shape[1])
+    alpha = _alpha(alpha)
+    rng = np.random.default_rng(seed)
+
+    def minus_G(w):
+        w = w / np.linalg.norm(w)
+        return -float(leaky_relu(X @ w, alpha) @ y) / (2 * len(y))
+
+    starts = [w0] + [w0 + 0.05 * np.linalg.norm(w0) * rng.standard_normal(len(w0))
+                     for _ in range(restarts)]
+    opts = dict(xatol=1e-12, fatol=1e-15, maxiter=20000)
+    best = min((minimize(minus_G, s, method="Nelder-Mead", options=opts) for s in starts),
+               key=lambda r: r.fun)
+    return best.x / np.linalg.norm(best.x)
+
+
+__all__ += ["phase1_argmax"]
