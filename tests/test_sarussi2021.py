@@ -416,3 +416,13 @@ def test_sgd_batch1_equals_the_library_sgd_run_by_run():
         np.testing.assert_allclose(W[b], ref.final["W"], atol=1e-10)
     with pytest.raises(ValueError, match="W0"):
         s.sgd_batch1(np.ones((2, 3, 2)), ds.X, ds.y, 0.1, 1.0, orders)
+
+
+def test_run_rows_one_row_per_snapshot():
+    ds = data.uniform_disk_linear(30, margin=0.1, w_star=np.array([1.0, 0.3]), seed=0)
+    run = s.staged_gd([TwoLayerNet.fixed_second_layer(2, 3, 0.2, scale=0.1, seed=0)], ds,
+                      [(0.1, 10, [0, 5])])[0]
+    rows = s.run_rows(run, ds, ds, 0.2)
+    assert [r["t"] for r in rows] == pytest.approx([0.0, 0.5, 1.0])
+    assert all(r["violations"] == 0 and 0 <= r["outside"] <= 1 for r in rows)
+    assert rows[-1]["acc"] == rows[-1]["test_acc"]

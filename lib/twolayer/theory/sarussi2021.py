@@ -700,3 +700,24 @@ def sgd_batch1(W0, X, y, alpha: float, lr, orders) -> tuple[np.ndarray, np.ndarr
     if not np.isfinite(W).all():
         raise FloatingPointError("sgd_batch1 diverged: lower the step size")
     return loss, W
+
+
+def run_rows(run: dict, train, test, alpha: float, margin: float = 0.0) -> list[dict]:
+    """One row per snapshot of a :func:`staged_gd` run: flow time ``t``, training
+    ``loss``, training and test accuracy (``acc``, ``test_acc``), the fractions
+    ``outside`` the linear regime on the training and test points, ``R``,
+    ``spread`` ``= R/R_med``, ``ratio``, the largest within-cluster ``angle``
+    (App. D.3), ``off_line`` and ``disagree`` on the training points
+    (:func:`regime_record`) and the count of Theorem 5.1 ``violations`` on both."""
+    rows = []
+    for t, loss, W in zip(run["times"], run["loss"], run["W"]):
+        tr = regime_record(W, train.X, alpha, margin)
+        te = regime_record(W, test.X, alpha)
+        rows.append(dict(
+            t=float(t), loss=float(loss), acc=float(np.mean(tr["sign"] == train.y)),
+            test_acc=float(np.mean(te["sign"] == test.y)), outside=tr["outside"],
+            outside_test=te["outside"], R=tr["R"], spread=tr["R"] / tr["R_med"],
+            ratio=tr["ratio"], angle=max(max_cluster_angles(*split_neurons(W))),
+            off_line=tr["off_line"], disagree=tr["disagree"],
+            violations=tr["violations"] + te["violations"], n=train.n))
+    return rows
