@@ -426,3 +426,18 @@ def test_run_rows_one_row_per_snapshot():
     assert [r["t"] for r in rows] == pytest.approx([0.0, 0.5, 1.0])
     assert all(r["violations"] == 0 and 0 <= r["outside"] <= 1 for r in rows)
     assert rows[-1]["acc"] == rows[-1]["test_acc"]
+
+
+def test_regime_record_equals_the_definitions_on_random_networks():
+    rng = np.random.default_rng(7)
+    for _ in range(5):
+        W, X = rng.standard_normal((8, 6)), rng.standard_normal((200, 6))
+        W[4:] = W[:4].mean(axis=0) + 0.3 * rng.standard_normal((4, 6))  # a u-cluster
+        P, Q = s.split_neurons(W)
+        r = s.regime_record(W, X, 0.2, 0.05)
+        assert r["outside"] == pytest.approx(s.fraction_outside_linear_regime(P, Q, X))
+        np.testing.assert_array_equal(r["sign"], np.sign(s.network_output(P, Q, X, 0.2)))
+        assert r["disagree"] == max(s.same_type_disagreements(P, Q, X, 0.05))
+        assert r["off_line"] == pytest.approx(
+            np.mean(np.sign(s.network_output(P, Q, X, 0.2)) != s.linear_prediction(P, Q, X)))
+        assert (r["R"], r["R_med"]) == pytest.approx(s.cluster_radii(P, Q))

@@ -608,16 +608,31 @@ def regime_record(W, X, alpha: float, margin: float = 0.0) -> dict:
     ``violations`` (points inside the regime classified against the linear
     rule: 0 by the theorem) and the largest same-type disagreement
     ``disagree`` at vote margin ``margin`` (0 in an NAR, Def. 6.2)."""
-    P, Q = split_neurons(np.asarray(to_numpy(W), dtype=float))
+    W = np.asarray(to_numpy(W), dtype=float)
+    P, Q = split_neurons(W)
     X = as_matrix(X, "X")
-    inside = linear_regime(P, Q, X)
-    sign_n = np.sign(network_output(P, Q, X, alpha))
-    lin = linear_prediction(P, Q, X)
+    if X.shape[1] != W.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} columns but the neurons have dimension {W.shape[1]}")
+    k, a, m = len(P), _alpha(alpha), _margin(margin)
+    Z = X @ W.T                                   # every pre-activation, computed once
+    xn = np.linalg.norm(X, axis=1)
+    c = clusters(P, Q)
+    proj = Z[:, :k].mean(axis=1) - Z[:, k:].mean(axis=1)          # (w̄−ū)·x
+    inside = np.abs(proj) > 2.0 * c.radius * xn                    # Theorem 5.1's condition
+    act = np.where(Z > 0, Z, a * Z)
+    sign_n = np.sign(act[:, :k].sum(axis=1) - act[:, k:].sum(axis=1))
+    lin = np.sign(proj)
+    votes = np.where(np.abs(Z) > m * xn[:, None] * np.linalg.norm(W, axis=1)[None, :],
+                     np.sign(Z), 0.0)                              # as neuron_votes, (n, 2k)
+    disagree = 0
+    for V in (votes[:, :k], votes[:, k:]):                          # as pairwise_disagreements
+        pos, neg = (V > 0).astype(float), (V < 0).astype(float)
+        disagree = max(disagree, int((pos.T @ neg + neg.T @ pos).max()))
     R, R_med = cluster_radii(P, Q)
-    return dict(outside=float(1.0 - inside.mean()), R=R, R_med=R_med,
-                ratio=clustering_ratio(P, Q), off_line=float(np.mean(sign_n != lin)),
+    return dict(outside=float(1.0 - inside.mean()), R=R, R_med=R_med, ratio=c.ratio,
+                off_line=float(np.mean(sign_n != lin)),
                 violations=int(np.sum(sign_n[inside] != lin[inside])),
-                disagree=max(same_type_disagreements(P, Q, X, margin)), sign=sign_n)
+                disagree=disagree, sign=sign_n)
 
 
 def staged_gd(nets, data, stages) -> list[dict]:
