@@ -1,4 +1,6 @@
-"""Tests of twolayer.synthesis.early_phase (Min cones, Lyu phase-I direction, Sarussi NAR/PAR)."""
+"""Tests of twolayer.synthesis.early_phase (Min cones, Lyu phase-I direction, Sarussi
+NAR/PAR)."""
+
 import numpy as np
 
 from twolayer import synthesis as S
@@ -25,7 +27,8 @@ def test_misaligned_neuron_counts_against_each_measure():
     data = _data()
     mbar = lyu2021.mu(data.X, data.y)
     mbar /= np.linalg.norm(mbar)
-    # the last neuron has a > 0 but points along -mu: in S- (not its own cone), votes -y (not PAR)
+    # the last neuron has a > 0 but points along -mu: in S- (not its own cone), votes -y
+    # (not PAR)
     W = np.array([mbar, -mbar, -mbar])
     a = np.array([1.0, -1.0, 1.0])
     out = S.early_phase(W[None], a[None], [1.0], data, alpha=0.0)

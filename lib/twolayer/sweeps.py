@@ -6,6 +6,7 @@ is a map over a list of keyword dictionaries. Workers are separate processes
 one thread each, so ``max_workers=2`` uses the 2 cores without oversubscription.
 Results come back in the order of the points, whatever order they finish in.
 """
+
 from __future__ import annotations
 
 import os
@@ -31,8 +32,11 @@ def _call(fn: Callable[..., Any], point: Mapping[str, Any]) -> Any:
     return fn(**point)
 
 
-def run_sweep(fn: Callable[..., Any], points: Iterable[Mapping[str, Any]], max_workers: int = 2) -> list:
-    """``[fn(**p) for p in points]``, computed by ``max_workers`` single-threaded processes.
+def run_sweep(
+    fn: Callable[..., Any], points: Iterable[Mapping[str, Any]], max_workers: int = 2
+) -> list:
+    """``[fn(**p) for p in points]``, computed by ``max_workers`` single-threaded
+    processes.
 
     Parameters
     ----------
@@ -50,5 +54,7 @@ def run_sweep(fn: Callable[..., Any], points: Iterable[Mapping[str, Any]], max_w
         raise ValueError("fn must be callable")
     if max_workers == 1 or len(points) <= 1:
         return [fn(**p) for p in points]
-    with ProcessPoolExecutor(max_workers=int(max_workers), initializer=_single_thread) as pool:
+    with ProcessPoolExecutor(
+        max_workers=int(max_workers), initializer=_single_thread
+    ) as pool:
         return list(pool.map(_call, [fn] * len(points), points))
