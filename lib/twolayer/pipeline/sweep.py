@@ -28,6 +28,7 @@ another worker (and the process executing the page dies with its worker,
 removing its temporary folder). Ctrl-C cancels what is running and keeps every
 finished point (in the cache and in the table).
 """
+
 from __future__ import annotations
 
 import ast
@@ -50,17 +51,52 @@ from pathlib import Path
 from .. import parameters as params_mod
 from .cache import cache_key, clean_abandoned, notebook_source
 from .imports import library_fingerprint
-from .pages import Paths, check_parameters, page_parameters, parameters, project_root, resolve
+from .pages import (
+    Paths,
+    check_parameters,
+    page_parameters,
+    parameters,
+    project_root,
+    resolve,
+)
 
 SCHEDULER_ENV = "TWOLAYER_DASK_SCHEDULER"
 SWEEPS_DIR = "sweeps"  # under _build/
 
 # Columns of the table other than the parameters (a parameter with one of
 # these names is stored as ``param_<name>``).
-COLUMNS = ("page", "point", "key", "claim", "kind", "source", "statement", "relation", "threshold",
-           "measured", "spread_min", "spread_max", "seeds", "horizon", "rival", "rival_measured",
-           "rival_spread_min", "rival_spread_max", "rival_fails", "verdict", "holds", "error",
-           "seconds", "cached", "worker", "page_code", "code_key", "commit", "why", "note")
+COLUMNS = (
+    "page",
+    "point",
+    "key",
+    "claim",
+    "kind",
+    "source",
+    "statement",
+    "relation",
+    "threshold",
+    "measured",
+    "spread_min",
+    "spread_max",
+    "seeds",
+    "horizon",
+    "rival",
+    "rival_measured",
+    "rival_spread_min",
+    "rival_spread_max",
+    "rival_fails",
+    "verdict",
+    "holds",
+    "error",
+    "seconds",
+    "cached",
+    "worker",
+    "page_code",
+    "code_key",
+    "commit",
+    "why",
+    "note",
+)
 
 
 class GridError(ValueError):
@@ -98,7 +134,9 @@ def parse_values(text: str) -> list:
     if m := re.fullmatch(r"(-?\d+):(-?\d+)(?::(\d+))?", text):
         a, b, step = int(m[1]), int(m[2]), int(m[3] or 1)
         if step < 1 or b < a:
-            raise GridError(f"range {text!r}: expected a:b or a:b:step with a <= b and step >= 1")
+            raise GridError(
+                f"range {text!r}: expected a:b or a:b:step with a <= b and step >= 1"
+            )
         return list(range(a, b + 1, step))
     if ".." in text:
         lo, _, rest = text.partition("..")
@@ -106,11 +144,17 @@ def parse_values(text: str) -> list:
         try:
             lo_v, hi_v, count = float(lo), float(hi), int(n)
         except ValueError:
-            raise GridError(f"log range {text!r}: expected lo..hi:n, e.g. 1e-4..1:9") from None
+            raise GridError(
+                f"log range {text!r}: expected lo..hi:n, e.g. 1e-4..1:9"
+            ) from None
         if not sep or count < 2 or lo_v <= 0 or hi_v <= 0:
-            raise GridError(f"log range {text!r}: expected lo..hi:n with lo, hi > 0 and n >= 2")
+            raise GridError(
+                f"log range {text!r}: expected lo..hi:n with lo, hi > 0 and n >= 2"
+            )
         step = (math.log(hi_v) - math.log(lo_v)) / (count - 1)
-        return [float(f"{math.exp(math.log(lo_v) + i * step):.12g}") for i in range(count)]
+        return [
+            float(f"{math.exp(math.log(lo_v) + i * step):.12g}") for i in range(count)
+        ]
     if "," in text:
         return [_literal(v.strip()) for v in text.split(",") if v.strip()]
     return [_literal(text)]
@@ -122,7 +166,10 @@ def grid(specs: list[tuple[str, str]] | None) -> list[dict]:
     specs = list(specs or [])
     names = [n for n, _ in specs]
     if dup := sorted({n for n in names if names.count(n) > 1}):
-        raise GridError(f"parameter {dup[0]!r} is given twice; list its values once: -p {dup[0]} a,b,c")
+        raise GridError(
+            f"parameter {dup[0]!r} is given twice; list its values once: -p {dup[0]} "
+            "a,b,c"
+        )
     values = [parse_values(v) for _, v in specs]
     return [dict(zip(names, combo)) for combo in itertools.product(*values)]
 
@@ -216,7 +263,8 @@ def installation() -> str:
 
     import twolayer
 
-    return f"{socket.gethostname()}:{Path(twolayer.__file__).resolve().parent}:{project_root()}"
+    lib = Path(twolayer.__file__).resolve().parent
+    return f"{socket.gethostname()}:{lib}:{project_root()}"
 
 
 def notebook_code(paths: Paths, page: str) -> str:
@@ -228,10 +276,20 @@ def commit(root: Path) -> str:
     """The git commit of ``root`` (with ``+dirty`` if ``lib/`` or ``book/`` has
     uncommitted changes), or ``unknown``."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True,
-                              timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "lib", "book"], cwd=root,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "lib", "book"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (head + ("+dirty" if dirty else "")) if head else "unknown"
@@ -262,8 +320,11 @@ def _pool() -> cf.ProcessPoolExecutor:
 
         def owner() -> None:
             try:
-                pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"),
-                                              initializer=runner._worker_signals)
+                pool = cf.ProcessPoolExecutor(
+                    max_workers=1,
+                    mp_context=mp.get_context("spawn"),
+                    initializer=runner._worker_signals,
+                )
                 pool.submit(int).result()  # start the process now, from this thread
                 box["pool"] = pool
             except BaseException as exc:  # pragma: no cover - reported to the caller
@@ -274,7 +335,9 @@ def _pool() -> cf.ProcessPoolExecutor:
                 box["stop"] = threading.Event()
                 box["stop"].wait()
 
-        threading.Thread(target=owner, name="twolayer-sweep-executor", daemon=True).start()
+        threading.Thread(
+            target=owner, name="twolayer-sweep-executor", daemon=True
+        ).start()
         ready.wait()
         if "error" in box:
             raise box["error"]
@@ -298,12 +361,29 @@ def _where() -> str:
 
 def _from_cache(entry: Path) -> dict:
     meta = json.loads((entry / "meta.json").read_text())
-    claims = json.loads((entry / "claims.json").read_text())["claims"] if (entry / "claims.json").exists() else []
-    return dict(ok=True, cached=True, seconds=float(meta.get("seconds", 0.0)), error="", claims=claims)
+    claims = (
+        json.loads((entry / "claims.json").read_text())["claims"]
+        if (entry / "claims.json").exists()
+        else []
+    )
+    return dict(
+        ok=True,
+        cached=True,
+        seconds=float(meta.get("seconds", 0.0)),
+        error="",
+        claims=claims,
+    )
 
 
-def run_point(page: str, run_params: dict, key: str, client_code: str, client_notebook: str,
-              force: bool = False, origin: str = "") -> dict:
+def run_point(
+    page: str,
+    run_params: dict,
+    key: str,
+    client_code: str,
+    client_notebook: str,
+    force: bool = False,
+    origin: str = "",
+) -> dict:
     """A dask task: execute one point of ``page`` on this worker as ``rerun``
     does (the page cache, papermill, a kernel forked from the warm zygote).
     Unless the worker shares the client's installation (``origin``), raises
@@ -315,25 +395,50 @@ def run_point(page: str, run_params: dict, key: str, client_code: str, client_no
     same = origin == installation()
     mine = _worker_code_key()
     if not same and mine != client_code:
-        raise LibraryMismatch(f"worker {where} refuses {page}: its twolayer library (code key {mine}) "
-                              f"differs from the client's ({client_code}); install the same commit "
-                              f"and package versions on every worker")
+        raise LibraryMismatch(
+            f"worker {where} refuses {page}: its twolayer library (code key {mine}) "
+            f"differs from the client's ({client_code}); install the same commit "
+            f"and package versions on every worker"
+        )
     paths = Paths(project_root())
     if not same and (nb_code := notebook_code(paths, page)) != client_notebook:
-        raise LibraryMismatch(f"worker {where} refuses {page}: its notebook (hash {nb_code}) differs from "
-                              f"the client's ({client_notebook}); check out the same commit on every worker")
+        raise LibraryMismatch(
+            f"worker {where} refuses {page}: its notebook (hash {nb_code}) differs "
+            f"from the client's ({client_notebook}); check out the same commit on "
+            "every worker"
+        )
     entry = paths.cache / key
     if not force and (entry / "meta.json").exists():
         return {**_from_cache(entry), "worker": where, "wall": 0.0}
     start = time.perf_counter()
     try:
-        out = _pool().submit(runner._execute, str(paths.root), page, dict(run_params), key,
-                             runner.kernel_threads(), False).result()
+        out = (
+            _pool()
+            .submit(
+                runner._execute,
+                str(paths.root),
+                page,
+                dict(run_params),
+                key,
+                runner.kernel_threads(),
+                False,
+            )
+            .result()
+        )
     except cf.process.BrokenProcessPool as exc:
         _drop_pool()
-        out = dict(ok=False, seconds=time.perf_counter() - start, claims=[],
-                   error=f"the process executing the page died: {exc}")
-    return {**out, "cached": False, "worker": where, "wall": time.perf_counter() - start}
+        out = dict(
+            ok=False,
+            seconds=time.perf_counter() - start,
+            claims=[],
+            error=f"the process executing the page died: {exc}",
+        )
+    return {
+        **out,
+        "cached": False,
+        "worker": where,
+        "wall": time.perf_counter() - start,
+    }
 
 
 # ---------------------------------------------------------------------------
@@ -361,15 +466,25 @@ def _cluster(workers: int | None, scheduler: str | None):
     if scheduler:
         return Client(scheduler, timeout="30s"), None
     n = int(workers or os.cpu_count() or 1)
-    with dask.config.set({"distributed.worker.daemon": False,
-                          "distributed.scheduler.work-stealing": True}):
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.CRITICAL)
+    with dask.config.set(
+        {
+            "distributed.worker.daemon": False,
+            "distributed.scheduler.work-stealing": True,
+        }
+    ):
+        cluster = LocalCluster(
+            n_workers=n,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
+        )
     return Client(cluster), cluster
 
 
 class _deferred_interrupt:
-    """Hold SIGINT while the block runs (main thread only); true afterwards if one came."""
+    """Hold SIGINT while the block runs (main thread only); true afterwards if one
+    came."""
 
     def __enter__(self) -> list:
         import signal
@@ -377,7 +492,9 @@ class _deferred_interrupt:
         self.pending: list = []
         self.previous = None
         if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, lambda *_: self.pending.append(1))
+            self.previous = signal.signal(
+                signal.SIGINT, lambda *_: self.pending.append(1)
+            )
         return self.pending
 
     def __exit__(self, *exc) -> None:
@@ -388,7 +505,8 @@ class _deferred_interrupt:
 
 
 class _Progress:
-    """Points done / total and failed: a tqdm bar on a terminal, else one line per point."""
+    """Points done / total and failed: a tqdm bar on a terminal, else one line per
+    point."""
 
     def __init__(self, total: int, done: int, enabled: bool) -> None:
         self.total, self.done, self.failed = total, done, 0
@@ -396,7 +514,9 @@ class _Progress:
         if enabled and sys.stderr.isatty():
             from tqdm.auto import tqdm
 
-            self.bar = tqdm(total=total, initial=done, unit="point", desc="sweep", file=sys.stderr)
+            self.bar = tqdm(
+                total=total, initial=done, unit="point", desc="sweep", file=sys.stderr
+            )
         self.enabled = enabled
 
     def update(self, label: str, ok: bool, seconds: float) -> None:
@@ -406,8 +526,12 @@ class _Progress:
             self.bar.set_postfix(failed=self.failed)
             self.bar.update(1)
         elif self.enabled:
-            print(f"  [{self.done}/{self.total}] {'ok    ' if ok else 'FAILED'} {label}  {seconds:6.1f} s"
-                  + (f"  ({self.failed} failed)" if self.failed else ""), flush=True)
+            print(
+                f"  [{self.done}/{self.total}] {'ok    ' if ok else 'FAILED'} {label}  "
+                f"{seconds:6.1f} s"
+                + (f"  ({self.failed} failed)" if self.failed else ""),
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -415,11 +539,19 @@ class _Progress:
 
 
 def _label(p: Point) -> str:
-    return f"{p.page} " + (" ".join(f"{k}={v!r}" for k, v in p.values.items()) or "(defaults)")
+    return f"{p.page} " + (
+        " ".join(f"{k}={v!r}" for k, v in p.values.items()) or "(defaults)"
+    )
 
 
-def run_points(paths: Paths, points: list[Point], workers: int | None = None, scheduler: str | None = None,
-               force: bool = False, progress: bool = True) -> Outcome:
+def run_points(
+    paths: Paths,
+    points: list[Point],
+    workers: int | None = None,
+    scheduler: str | None = None,
+    force: bool = False,
+    progress: bool = True,
+) -> Outcome:
     """Execute ``points`` (of any pages) on dask.distributed; cached points are
     read, not submitted. Returns as many results as finished (Ctrl-C: the
     finished ones, with ``interrupted`` set)."""
@@ -434,10 +566,17 @@ def run_points(paths: Paths, points: list[Point], workers: int | None = None, sc
             todo.append(i)
     scheduler = scheduler or os.environ.get(SCHEDULER_ENV) or None
     if progress:
-        where = f"scheduler {scheduler}" if scheduler else \
-            f"a LocalCluster of {workers or os.cpu_count()} single-threaded worker(s)"
-        print(f"sweep: {len(points)} point(s), {len(points) - len(todo)} cached, "
-              f"{len(todo)} to execute on {where}", flush=True)
+        where = (
+            f"scheduler {scheduler}"
+            if scheduler
+            else f"a LocalCluster of {workers or os.cpu_count()} "
+            "single-threaded worker(s)"
+        )
+        print(
+            f"sweep: {len(points)} point(s), {len(points) - len(todo)} cached, "
+            f"{len(todo)} to execute on {where}",
+            flush=True,
+        )
     if not todo:
         outcome.wall = time.perf_counter() - start
         return outcome
@@ -449,15 +588,26 @@ def run_points(paths: Paths, points: list[Point], workers: int | None = None, sc
         from distributed import as_completed
 
         code, origin = code_key(), installation()
-        with _deferred_interrupt() as pending:  # a cluster half started could not be closed
+        # a cluster half started could not be closed
+        with _deferred_interrupt() as pending:
             client, cluster = _cluster(workers, scheduler)
         if pending:
             raise KeyboardInterrupt
         notebooks = {p: notebook_code(paths, p) for p in {points[i].page for i in todo}}
         for i in todo:
             p = points[i]
-            fut = client.submit(run_point, p.page, p.run_params, p.key, code, notebooks[p.page], force, origin,
-                                key=f"twolayer-point-{p.key}-{i}-{os.getpid()}", pure=False)
+            fut = client.submit(
+                run_point,
+                p.page,
+                p.run_params,
+                p.key,
+                code,
+                notebooks[p.page],
+                force,
+                origin,
+                key=f"twolayer-point-{p.key}-{i}-{os.getpid()}",
+                pure=False,
+            )
             futures[fut] = i
         for fut in as_completed(list(futures)):
             i = futures[fut]
@@ -465,13 +615,28 @@ def run_points(paths: Paths, points: list[Point], workers: int | None = None, sc
                 r = fut.result()
             except LibraryMismatch as exc:
                 outcome.aborted = str(exc)
-                outcome.results[i] = dict(ok=False, cached=False, seconds=0.0, error=str(exc), claims=[],
-                                          worker="", wall=0.0)
+                outcome.results[i] = dict(
+                    ok=False,
+                    cached=False,
+                    seconds=0.0,
+                    error=str(exc),
+                    claims=[],
+                    worker="",
+                    wall=0.0,
+                )
                 bar.update(_label(points[i]), False, 0.0)
                 break
-            except Exception as exc:  # a task error, or KilledWorker after repeated worker deaths
-                r = dict(ok=False, cached=False, seconds=0.0, claims=[], worker="", wall=0.0,
-                         error=f"{type(exc).__name__}: {exc}")
+            # a task error, or KilledWorker after repeated worker deaths
+            except Exception as exc:
+                r = dict(
+                    ok=False,
+                    cached=False,
+                    seconds=0.0,
+                    claims=[],
+                    worker="",
+                    wall=0.0,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
             outcome.results[i] = r
             bar.update(_label(points[i]), r["ok"], float(r.get("seconds", 0.0)))
     except KeyboardInterrupt:
@@ -504,31 +669,51 @@ def _rival_fails(claim: dict) -> bool | None:
     if not rival:
         return None
     values = rival.get("spread") or [rival["measured"]]
-    return not RELATIONS[claim["relation"]](best(values, claim["relation"]), claim["threshold"])
+    return not RELATIONS[claim["relation"]](
+        best(values, claim["relation"]), claim["threshold"]
+    )
 
 
 _CLAIM_IN_ERROR = re.compile(r"claim '([a-z0-9_]+\.[a-z0-9_]+\.[a-z0-9_]+)'")
 
 
-def rows_for(point: Point, result: dict | None, param_names: list[str], extra: dict | None = None) -> list[dict]:
+def rows_for(
+    point: Point, result: dict | None, param_names: list[str], extra: dict | None = None
+) -> list[dict]:
     """The table rows of one point: one per claim it recorded; a point that
     failed keeps the claims it recorded and carries its one-line error; a point
     that recorded none is one row without a claim (a claim named in the error,
     e.g. a rival that cannot be told apart, is named in ``claim``)."""
-    base = {"page": point.page, "point": point.index, "key": point.key, "page_code": point.page_code,
-            **(extra or {})}
+    base = {
+        "page": point.page,
+        "point": point.index,
+        "key": point.key,
+        "page_code": point.page_code,
+        **(extra or {}),
+    }
     for name in param_names:
         col = f"param_{name}" if name in COLUMNS else name
         base[col] = point.values.get(name)
     if result is None:
-        return [{**base, "error": "not executed (the sweep stopped before it)", "holds": False}]
+        return [
+            {
+                **base,
+                "error": "not executed (the sweep stopped before it)",
+                "holds": False,
+            }
+        ]
     error = (result.get("error") or "").strip()
     first_line = error.splitlines()[0] if error else ""
     if error.startswith("cell "):  # a cell raised: name the exception line
         m = re.search(r"raised (.*)", error.splitlines()[0])
         first_line = m.group(1) if m else first_line
-    common = {**base, "seconds": float(result.get("seconds", 0.0)), "cached": bool(result.get("cached")),
-              "worker": result.get("worker", ""), "error": first_line or None}
+    common = {
+        **base,
+        "seconds": float(result.get("seconds", 0.0)),
+        "cached": bool(result.get("cached")),
+        "worker": result.get("worker", ""),
+        "error": first_line or None,
+    }
     rows = []
     for c in result.get("claims") or []:
         spread = c.get("spread") or [None, None]
@@ -536,25 +721,54 @@ def rows_for(point: Point, result: dict | None, param_names: list[str], extra: d
         rspread = rival.get("spread") or [None, None]
         fails = _rival_fails(c)
         ok_verdict = c["verdict"] == "holds"
-        rows.append({**common, "claim": c["id"], "kind": c["kind"], "source": c.get("source"),
-                     "statement": c.get("statement"), "relation": c["relation"],
-                     "threshold": float(c["threshold"]), "measured": float(c["measured"]),
-                     "spread_min": spread[0], "spread_max": spread[1], "seeds": int(c.get("seeds", 1)),
-                     "horizon": c.get("horizon", ""), "rival": rival.get("name"),
-                     "rival_measured": rival.get("measured"), "rival_spread_min": rspread[0],
-                     "rival_spread_max": rspread[1], "rival_fails": fails, "verdict": c["verdict"],
-                     "holds": bool(ok_verdict and fails is not False),
-                     "why": c.get("why", ""), "note": c.get("note", "")})
+        rows.append(
+            {
+                **common,
+                "claim": c["id"],
+                "kind": c["kind"],
+                "source": c.get("source"),
+                "statement": c.get("statement"),
+                "relation": c["relation"],
+                "threshold": float(c["threshold"]),
+                "measured": float(c["measured"]),
+                "spread_min": spread[0],
+                "spread_max": spread[1],
+                "seeds": int(c.get("seeds", 1)),
+                "horizon": c.get("horizon", ""),
+                "rival": rival.get("name"),
+                "rival_measured": rival.get("measured"),
+                "rival_spread_min": rspread[0],
+                "rival_spread_max": rspread[1],
+                "rival_fails": fails,
+                "verdict": c["verdict"],
+                "holds": bool(ok_verdict and fails is not False),
+                "why": c.get("why", ""),
+                "note": c.get("note", ""),
+            }
+        )
     if not rows:
         m = _CLAIM_IN_ERROR.search(error)
-        rows.append({**common, "claim": m.group(1) if m else None, "holds": False,
-                     "rival_fails": False if m and "discriminate" in error else None})
+        rows.append(
+            {
+                **common,
+                "claim": m.group(1) if m else None,
+                "holds": False,
+                "rival_fails": False if m and "discriminate" in error else None,
+            }
+        )
     elif error:
         m = _CLAIM_IN_ERROR.search(error)
         named = m.group(1) if m else None
-        if named and named not in {r["claim"] for r in rows}:  # the claim that stopped the page
-            rows.append({**common, "claim": named, "holds": False,
-                         "rival_fails": False if "discriminate" in error else None})
+        # the claim that stopped the page
+        if named and named not in {r["claim"] for r in rows}:
+            rows.append(
+                {
+                    **common,
+                    "claim": named,
+                    "holds": False,
+                    "rival_fails": False if "discriminate" in error else None,
+                }
+            )
     return rows
 
 
@@ -570,8 +784,16 @@ def table(points: list[Point], outcome: Outcome, extra: dict | None = None):
     for col in COLUMNS:
         if col not in df.columns:
             df[col] = None
-    for col in ("threshold", "measured", "spread_min", "spread_max", "rival_measured", "rival_spread_min",
-                "rival_spread_max", "seconds"):
+    for col in (
+        "threshold",
+        "measured",
+        "spread_min",
+        "spread_max",
+        "rival_measured",
+        "rival_spread_min",
+        "rival_spread_max",
+        "seconds",
+    ):
         df[col] = pd.to_numeric(df[col], errors="coerce").astype("float64")
     df["seeds"] = pd.to_numeric(df["seeds"], errors="coerce").astype("Int64")
     for col in ("rival_fails", "cached"):
@@ -620,8 +842,9 @@ def required_points(n: int, bound: float | None) -> int:
 def _exempt(r) -> bool:
     """A point where the claim is, as the page states, a non-reproduction or an
     unmet assumption the page discusses: the page is green there."""
-    return r["verdict"] == "does not reproduce" or (r["verdict"] == "fails" and r["kind"] == "assumption"
-                                                    and bool(r.get("note")))
+    return r["verdict"] == "does not reproduce" or (
+        r["verdict"] == "fails" and r["kind"] == "assumption" and bool(r.get("note"))
+    )
 
 
 def summarize(df) -> tuple[list[dict], bool]:
@@ -629,27 +852,45 @@ def summarize(df) -> tuple[list[dict], bool]:
     executed; min / median / max of the measured value; whether that is enough.
     Returns (one dict per claim, all enough and every point executed)."""
     skipped = df["error"].fillna("").str.startswith("not executed")
-    ok = not skipped.any()  # points the sweep never reached are not counted, but it is not complete
+    # points the sweep never reached are not counted, but it is not complete
+    ok = not skipped.any()
     df = df[~skipped]
     n_points = int(df["point"].nunique()) if len(df) else 0
     out = []
-    for (page, claim), g in df[df["claim"].notna()].groupby(["page", "claim"], sort=False):
+    for (page, claim), g in df[df["claim"].notna()].groupby(
+        ["page", "claim"], sort=False
+    ):
         measured = g["measured"].dropna()
         holds = int(g["holds"].fillna(False).astype(bool).sum())
-        exempt = int(sum(_exempt(r) for _, r in g.iterrows() if isinstance(r.get("verdict"), str)))
+        exempt = int(
+            sum(
+                _exempt(r) for _, r in g.iterrows() if isinstance(r.get("verdict"), str)
+            )
+        )
         first = g.iloc[0]
         bound = _probability_bound(first.get("why", "")) if "why" in g else None
         need = required_points(n_points, bound)
         enough = holds + exempt >= need
         ok &= enough
-        out.append(dict(page=page, claim=claim, kind=first.get("kind"), points=n_points, holds=holds,
-                        exempt=exempt, need=need, enough=enough, relation=first.get("relation"),
-                        threshold=first.get("threshold"),
-                        min=float(measured.min()) if len(measured) else None,
-                        median=float(measured.median()) if len(measured) else None,
-                        max=float(measured.max()) if len(measured) else None,
-                        rival_min=_min(g, "rival_spread_min", "rival_measured"),
-                        rival_max=_max(g, "rival_spread_max", "rival_measured")))
+        out.append(
+            dict(
+                page=page,
+                claim=claim,
+                kind=first.get("kind"),
+                points=n_points,
+                holds=holds,
+                exempt=exempt,
+                need=need,
+                enough=enough,
+                relation=first.get("relation"),
+                threshold=first.get("threshold"),
+                min=float(measured.min()) if len(measured) else None,
+                median=float(measured.median()) if len(measured) else None,
+                max=float(measured.max()) if len(measured) else None,
+                rival_min=_min(g, "rival_spread_min", "rival_measured"),
+                rival_max=_max(g, "rival_spread_max", "rival_measured"),
+            )
+        )
     failed_points = df[df["error"].notna() & df["claim"].isna()]
     if len(failed_points):
         ok = False
@@ -672,20 +913,33 @@ def summary_lines(df) -> tuple[list[str], bool]:
     rows, ok = summarize(df)
     lines = []
     for s in rows:
-        rng = ("-" if s["min"] is None else
-               f"min {sig(s['min'], 4)} / median {sig(s['median'], 4)} / max {sig(s['max'], 4)}")
+        rng = (
+            "-"
+            if s["min"] is None
+            else f"min {sig(s['min'], 4)} / median {sig(s['median'], 4)} "
+            f"/ max {sig(s['max'], 4)}"
+        )
         test = f"{s['relation']} {sig(s['threshold'], 4)}" if s["relation"] else ""
-        rival = "" if s["rival_min"] is None else f"; rival {sig(s['rival_min'], 4)}..{sig(s['rival_max'], 4)}"
+        rival = (
+            ""
+            if s["rival_min"] is None
+            else f"; rival {sig(s['rival_min'], 4)}..{sig(s['rival_max'], 4)}"
+        )
         flag = "ok  " if s["enough"] else "FEW "
         extra = f" (+{s['exempt']} as the page states)" if s["exempt"] else ""
         need = "" if s["need"] == s["points"] else f", needs {s['need']}"
         held = "holds, rival failing," if s["rival_min"] is not None else "holds"
-        lines.append(f"  {flag} {s['claim']} ({s['kind']}): {held} on {s['holds']}/{s['points']}"
-                     f"{extra}{need}; measured {rng} {test}{rival}")
+        lines.append(
+            f"  {flag} {s['claim']} ({s['kind']}): {held} on {s['holds']}/{s['points']}"
+            f"{extra}{need}; measured {rng} {test}{rival}"
+        )
     failed = df[df["error"].notna()].drop_duplicates("point")
     skipped = failed["error"].str.startswith("not executed")
     for _, r in failed[~skipped].iterrows():
         lines.append(f"  point {r['point']} failed: {r['error']}")
     if skipped.any():
-        lines.append(f"  {int(skipped.sum())} point(s) not executed (the sweep stopped before them)")
+        lines.append(
+            f"  {int(skipped.sum())} point(s) not executed (the sweep stopped before "
+            "them)"
+        )
     return lines, ok
