@@ -441,3 +441,12 @@ def test_regime_record_equals_the_definitions_on_random_networks():
         assert r["off_line"] == pytest.approx(
             np.mean(np.sign(s.network_output(P, Q, X, 0.2)) != s.linear_prediction(P, Q, X)))
         assert (r["R"], r["R_med"]) == pytest.approx(s.cluster_radii(P, Q))
+
+
+def test_par_entry_time_first_snapshot_of_the_final_stay():
+    X, y = np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([1.0, -1.0])
+    good = np.array([[1.0, 0.0], [-1.0, 0.0]])    # w votes like y, u like -y
+    bad = np.array([[-1.0, 0.0], [-1.0, 0.0]])
+    assert s.par_entry_time([0, 1, 2, 3], [bad, good, bad, good], X, y) == 3.0
+    assert s.par_entry_time([0, 1], [good, good], X, y) == 0.0
+    assert np.isnan(s.par_entry_time([0, 1], [good, bad], X, y))

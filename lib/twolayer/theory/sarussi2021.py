@@ -736,3 +736,21 @@ def run_rows(run: dict, train, test, alpha: float, margin: float = 0.0) -> list[
             off_line=tr["off_line"], disagree=tr["disagree"],
             violations=tr["violations"] + te["violations"], n=train.n))
     return rows
+
+
+def par_entry_time(times, weights, X, y, margin: float = 0.0) -> float:
+    """The flow time of the first snapshot from which the network stays in the
+    PAR (Def. 6.3) up to the last one: 0 if it is in the PAR throughout, ``nan``
+    if it is not in the PAR at the last snapshot. ``weights`` are the
+    :meth:`~twolayer.models.TwoLayerNet.fixed_second_layer` matrices ``W`` at
+    ``times``."""
+    t = np.asarray(to_numpy(times), dtype=float).ravel()
+    weights = list(weights)
+    if len(weights) != len(t) or not len(t):
+        raise ValueError(f"times and weights must be non-empty and of equal length, got {len(t)} "
+                         f"and {len(weights)}")
+    inside = np.array([par_membership(*split_neurons(W), X, y, margin).network for W in weights])
+    if not inside[-1]:
+        return float("nan")
+    out = np.flatnonzero(~inside)
+    return float(t[out.max() + 1]) if out.size else 0.0
