@@ -1,4 +1,5 @@
 """Unit tests of twolayer.regimes (regime maps) and the synthesis pages' library functions."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -12,7 +13,14 @@ def _frame(rates):
     rows = []
     for i, rate in enumerate(rates):
         for s in range(10):
-            rows.append(dict(init_scale=10.0 ** (i - 3), width=4, seed=s, gap=0.0 if s < rate * 10 else 1.0))
+            rows.append(
+                dict(
+                    init_scale=10.0 ** (i - 3),
+                    width=4,
+                    seed=s,
+                    gap=0.0 if s < rate * 10 else 1.0,
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -38,7 +46,14 @@ def test_pass_rates_and_relation():
 
 
 def test_per_seed_takes_the_worst_width():
-    f = pd.DataFrame(dict(init_scale=[1.0] * 4, width=[4, 20, 4, 20], seed=[0, 0, 1, 1], gap=[1, 3, 2, 0]))
+    f = pd.DataFrame(
+        dict(
+            init_scale=[1.0] * 4,
+            width=[4, 20, 4, 20],
+            seed=[0, 0, 1, 1],
+            gap=[1, 3, 2, 0],
+        )
+    )
     assert regimes.per_seed(f, 1.0, "gap").tolist() == [3, 2]
 
 
@@ -51,27 +66,38 @@ def test_own_cone_exits_counts_leaving_own_cone_or_dead():
     P, M, D, N = min2024.S_PLUS, min2024.S_MINUS, min2024.S_DEAD, min2024.S_NONE
     record = np.array([[N, M], [P, M], [P, D], [N, D]])
     signs = np.array([1.0, -1.0])
-    assert synthesis.own_cone_exits(record, signs) == 1      # neuron 0 leaves S+ at the end
+    assert synthesis.own_cone_exits(record, signs) == 1  # neuron 0 leaves S+ at the end
     assert synthesis.own_cone_exits(record, signs, start=3) == 0
-    assert synthesis.own_cone_exits(np.array([[M], [N]]), np.array([1.0])) == 0  # not its own cone
+    assert (
+        synthesis.own_cone_exits(np.array([[M], [N]]), np.array([1.0])) == 0
+    )  # not its own cone
 
 
 def test_group_mass_ratio():
     W = np.array([[3.0, 4.0], [0.0, 1.0], [1.0, 0.0]])
-    assert synthesis.group_mass_ratio(W, np.array([1.0, -1.0, -1.0])) == pytest.approx(5 / np.sqrt(2))
+    assert synthesis.group_mass_ratio(W, np.array([1.0, -1.0, -1.0])) == pytest.approx(
+        5 / np.sqrt(2)
+    )
 
 
 def test_grid_point_runs_and_is_seeded():
     a = regimes.sarussi_point(1e-3, 4, 0, t_max=1e3)
     b = regimes.sarussi_point(1e-3, 4, 0, t_max=1e3)
     assert a["sarussi"] == b["sarussi"] and 0 <= a["nar"] <= 1
-    p = regimes.phuong_min_point(1e-3, 4, 0, t_max=1e120)  # reaches the first late snapshot
+    p = regimes.phuong_min_point(
+        1e-3, 4, 0, t_max=1e120
+    )  # reaches the first late snapshot
     assert set(p) >= {"phuong", "min_aligned", "stable_rank", "j0_event"}
 
 
 def test_compute_records_errors_and_keys():
-    f = regimes.compute("sarussi", points=[dict(init_scale=1e-3, width=4, seed=0, t_max=1e2),
-                                           dict(init_scale=-1.0, width=4, seed=0, t_max=1e2)])
+    f = regimes.compute(
+        "sarussi",
+        points=[
+            dict(init_scale=1e-3, width=4, seed=0, t_max=1e2),
+            dict(init_scale=-1.0, width=4, seed=0, t_max=1e2),
+        ],
+    )
     assert f["error"].iloc[0] == "" and f["error"].iloc[1] != ""
     assert (f["code_key"] == regimes.code_key()).all()
     with pytest.raises(ValueError, match="name must be one of"):
@@ -81,28 +107,46 @@ def test_compute_records_errors_and_keys():
 def test_nonsymmetric_data_is_not_mirrored_and_mu_falls_with_spread():
     from twolayer.theory import min2024
 
-    tight, wide = synthesis.nonsymmetric_data(std=0.3, seed=1), synthesis.nonsymmetric_data(std=1.5, seed=1)
+    tight, wide = (
+        synthesis.nonsymmetric_data(std=0.3, seed=1),
+        synthesis.nonsymmetric_data(std=1.5, seed=1),
+    )
     assert np.abs(tight.X).max() <= 1 + 1e-12
     w_plus, w_minus = synthesis.max_margin_pair(tight)
-    assert np.linalg.norm(w_plus / np.linalg.norm(w_plus) + w_minus / np.linalg.norm(w_minus)) > 0.1
-    assert min2024.separability(tight.X, tight.y) > 0 > min2024.separability(wide.X, wide.y)
+    assert (
+        np.linalg.norm(
+            w_plus / np.linalg.norm(w_plus) + w_minus / np.linalg.norm(w_minus)
+        )
+        > 0.1
+    )
+    assert (
+        min2024.separability(tight.X, tight.y)
+        > 0
+        > min2024.separability(wide.X, wide.y)
+    )
 
 
 def test_live_gap_is_zero_on_the_limit_and_nan_when_all_dead():
     data = synthesis.synthesis_data(seed=0)
     w_plus, w_minus = synthesis.max_margin_pair(data)
     W = np.stack([w_plus, 2 * w_minus])
-    assert synthesis.live_gap(W, np.array([1.0, -1.0]), data.X, w_plus, w_minus) == pytest.approx(0, abs=1e-12)
-    assert np.isnan(synthesis.live_gap(np.zeros((2, data.d)), np.ones(2), data.X, w_plus, w_minus))
+    assert synthesis.live_gap(
+        W, np.array([1.0, -1.0]), data.X, w_plus, w_minus
+    ) == pytest.approx(0, abs=1e-12)
+    assert np.isnan(
+        synthesis.live_gap(np.zeros((2, data.d)), np.ones(2), data.X, w_plus, w_minus)
+    )
 
 
 def test_phase1_alignment_small_init_points_along_mu():
     out = synthesis.phase1_alignment(0, 0.1, 1.0, alpha=0.5, width=6)
-    assert out["small"] > 1 - 2 * 0.1 ** 2 > out["large"]
+    assert out["small"] > 1 - 2 * 0.1**2 > out["large"]
     assert out["T1"] > 0 and out["sigma"] < 1e-2
 
 
 def test_move_point_reports_the_hypotheses():
-    out = synthesis.move_point(synthesis.nonsymmetric_data(std=0.3, seed=0), width=4, t_max=1e20)
+    out = synthesis.move_point(
+        synthesis.nonsymmetric_data(std=0.3, seed=0), width=4, t_max=1e20
+    )
     assert out["orthogonal"] and out["mu"] > 0 and np.isfinite(out["t_scale"])
     assert out["t1"] <= out["t_scale"] * 10

@@ -31,6 +31,7 @@ Settings (one per theorem, each within its paper's hypotheses where possible):
   dataset: whether Thm 4.3's limit is reached, and whether the init's output
   weights all had one sign (the event of probability ``2^{−(m−1)}``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,21 +52,48 @@ SEEDS = tuple(range(10))
 PROBABILITY_WIDTHS = (2, 3, 4, 5, 6)
 PROBABILITY_SEEDS = tuple(range(100))
 PROBABILITY_SCALE = 1e-4
-# thresholds of the limits, the same as the limits page's (fixed from theory before the runs)
+# thresholds of the limits, the same as the limits page's (fixed from theory before the
+# runs)
 THRESHOLDS = dict(phuong=1e-3, lyu=0.05, sarussi=1e-3, min_aligned=1.0, stable_rank=2.0)
-_CODE = ("data.py", "models.py", "metrics.py", "flows/integrator.py", "theory/phuong2021.py",
-         "theory/min2024.py", "theory/lyu2021.py", "theory/sarussi2021.py", "theory/margins.py")
+_CODE = (
+    "data.py",
+    "models.py",
+    "metrics.py",
+    "flows/integrator.py",
+    "theory/phuong2021.py",
+    "theory/min2024.py",
+    "theory/lyu2021.py",
+    "theory/sarussi2021.py",
+    "theory/margins.py",
+)
 # the functions (of this module and of twolayer.synthesis) that compute a grid point
-_FUNCTIONS = ("lyu_data", "sarussi_data", "phuong_min_point", "lyu_point", "sarussi_point",
-              "lyu_probability_point", "phuong_probability_point", "synthesis.synthesis_data",
-              "synthesis.max_margin_pair")
+_FUNCTIONS = (
+    "lyu_data",
+    "sarussi_data",
+    "phuong_min_point",
+    "lyu_point",
+    "sarussi_point",
+    "lyu_probability_point",
+    "phuong_probability_point",
+    "synthesis.synthesis_data",
+    "synthesis.max_margin_pair",
+)
 LATE_TIMES = (1e100, 1e150, 1e200, 1e250, 1e300)
+
+
+def _canonical(source: str) -> bytes:
+    """The code's syntax tree, so that reformatting (ruff, black) keeps a grid's key."""
+    import ast
+    import textwrap
+
+    return ast.dump(ast.parse(textwrap.dedent(source))).encode()
 
 
 def code_key() -> str:
     """Hash of what computes a grid point (first 12 hex digits): the library files it
     uses, the source of its functions here and in :mod:`twolayer.synthesis`, and the
-    grid's settings. Editing anything else (the plotting, the pages) keeps it."""
+    grid's settings, each as a syntax tree (:func:`_canonical`: reformatting keeps the
+    key). Editing anything else (the plotting, the pages) keeps it."""
     import inspect
 
     from . import synthesis
@@ -74,26 +102,44 @@ def code_key() -> str:
     h = hashlib.sha256()
     for rel in _CODE:
         h.update(rel.encode())
-        h.update((lib / rel).read_bytes())
+        h.update(_canonical((lib / rel).read_text()))
     module = sys.modules[__name__]
     for name in _FUNCTIONS:
         owner, _, attr = name.rpartition(".")
         fn = getattr(synthesis if owner == "synthesis" else module, attr)
-        h.update(inspect.getsource(fn).encode())
-    h.update(repr((SCALES, WIDTHS, SEEDS, PROBABILITY_WIDTHS, PROBABILITY_SEEDS, PROBABILITY_SCALE,
-                   T_MAX, LATE_TIMES)).encode())
+        h.update(_canonical(inspect.getsource(fn)))
+    h.update(
+        repr(
+            (
+                SCALES,
+                WIDTHS,
+                SEEDS,
+                PROBABILITY_WIDTHS,
+                PROBABILITY_SEEDS,
+                PROBABILITY_SCALE,
+                T_MAX,
+                LATE_TIMES,
+            )
+        ).encode()
+    )
     return h.hexdigest()[:12]
 
 
 def _commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):  # pragma: no cover
         return "unknown"
 
 
 # ---------------------------------------------------------------- the settings
+
 
 def lyu_data(seed: int, n: int = 20, d: int = 5):
     """Lyu et al.'s symmetric setting (the limits page's): two Gaussians
@@ -102,22 +148,28 @@ def lyu_data(seed: int, n: int = 20, d: int = 5):
     from .data import symmetric_augment, two_gaussians
 
     sym = symmetric_augment(two_gaussians(n, d, mean=1.0, std=0.7, seed=seed))
-    sym = sym.with_data(sym.X / np.linalg.norm(sym.X, axis=1).max(), sym.y,
-                        name=sym.name + " scaled to norm <= 1", note="scaled to max norm 1")
+    sym = sym.with_data(
+        sym.X / np.linalg.norm(sym.X, axis=1).max(),
+        sym.y,
+        name=sym.name + " scaled to norm <= 1",
+        note="scaled to max norm 1",
+    )
     rng = np.random.default_rng(seed)
     X_eval = np.vstack([sym.X, rng.standard_normal((200, d)) / np.sqrt(d)])
     return sym, X_eval
 
 
 def sarussi_data(seed: int):
-    """Sarussi et al.'s antipodal Gaussians (Lemma 6.1), the limits page's: 60 points in R^10."""
+    """Sarussi et al.'s antipodal Gaussians (Lemma 6.1), the limits page's: 60 points in
+    R^10."""
     from .data import antipodal_gaussians
 
     return antipodal_gaussians(60, 10, mean=1.0, std=0.5, seed=seed)
 
 
-def phuong_min_point(init_scale: float, width: int, seed: int, t_max: float = T_MAX,
-                     data=None) -> dict:
+def phuong_min_point(
+    init_scale: float, width: int, seed: int, t_max: float = T_MAX, data=None
+) -> dict:
     """Phuong Thm 1 and Min Thm 1 on the synthesis data (ReLU, balanced init)."""
     from . import metrics
     from .flows import gradient_flow
@@ -132,8 +184,15 @@ def phuong_min_point(init_scale: float, width: int, seed: int, t_max: float = T_
     net = TwoLayerNet(data.d, width, init="balanced", scale=init_scale, seed=seed)
     W0, a0 = net.weights()
     late = [t for t in LATE_TIMES if t <= t_max]
-    run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, snapshot_times=[0.0, t1, *late],
-                        max_steps=400_000)
+    run = gradient_flow(
+        net,
+        data,
+        t_max,
+        rtol=1e-5,
+        atol=1e-8,
+        snapshot_times=[0.0, t1, *late],
+        max_steps=400_000,
+    )
     W, a = run.final["W"], run.final["a"]
     live = ~metrics.dead_neurons(W, X)
     cos = phuong2021.cosines_to_max_margin(W, a, w_plus, w_minus)
@@ -144,19 +203,32 @@ def phuong_min_point(init_scale: float, width: int, seed: int, t_max: float = T_
     act0 = (W0 @ X.T) > 0
     j_plus = (a0 > 0) & (act0 & (y > 0)[None, :]).any(axis=1)
     j_minus = (a0 < 0) & (act0 & (y < 0)[None, :]).any(axis=1)
-    return dict(phuong=float((1 - cos[live]).max()) if live.any() else np.nan,
-                min_aligned=float(((codes == own) | (codes == min2024.S_DEAD)).mean()),
-                stable_rank=float(max(late_ranks)), stable_rank_init=float(metrics.stable_rank(W0)),
-                rank3=float(metrics.rank_ratio(W, 2)), same_sign=bool(abs(signs.sum()) == width),
-                sign_flip=bool((np.sign(a) != signs).any()), live=int(live.sum()),
-                j0_event=bool(not (j_plus | j_minus).any()),
-                both_groups=bool(j_plus.any() and j_minus.any()),
-                steps=int(run.config["steps"]), wall=float(run.wall_time))
+    return dict(
+        phuong=float((1 - cos[live]).max()) if live.any() else np.nan,
+        min_aligned=float(((codes == own) | (codes == min2024.S_DEAD)).mean()),
+        stable_rank=float(max(late_ranks)),
+        stable_rank_init=float(metrics.stable_rank(W0)),
+        rank3=float(metrics.rank_ratio(W, 2)),
+        same_sign=bool(abs(signs.sum()) == width),
+        sign_flip=bool((np.sign(a) != signs).any()),
+        live=int(live.sum()),
+        j0_event=bool(not (j_plus | j_minus).any()),
+        both_groups=bool(j_plus.any() and j_minus.any()),
+        steps=int(run.config["steps"]),
+        wall=float(run.wall_time),
+    )
 
 
-def lyu_point(init_scale: float, width: int, seed: int, t_max: float = T_MAX, alpha: float = 0.5,
-              data_seed: int | None = None) -> dict:
-    """Lyu Thm 4.3 on symmetric data (leaky α, Gaussian init of scale σ = ``init_scale``).
+def lyu_point(
+    init_scale: float,
+    width: int,
+    seed: int,
+    t_max: float = T_MAX,
+    alpha: float = 0.5,
+    data_seed: int | None = None,
+) -> dict:
+    """Lyu Thm 4.3 on symmetric data (leaky α, Gaussian init of scale
+    σ = ``init_scale``).
     ``data_seed`` None: the data are drawn with ``seed`` too."""
     from .flows import gradient_flow
     from .models import TwoLayerNet
@@ -165,23 +237,33 @@ def lyu_point(init_scale: float, width: int, seed: int, t_max: float = T_MAX, al
     data, X_eval = lyu_data(seed if data_seed is None else data_seed)
     w_star = lyu2021.max_margin_separator(data.X, data.y)
     target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
-    net = TwoLayerNet(data.d, width, alpha=alpha, init="gaussian", scale=init_scale, seed=seed)
+    net = TwoLayerNet(
+        data.d, width, alpha=alpha, init="gaussian", scale=init_scale, seed=seed
+    )
     W0, a0 = net.weights()
-    run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, n_snapshots=3, max_steps=400_000)
+    run = gradient_flow(
+        net, data, t_max, rtol=1e-5, atol=1e-8, n_snapshots=3, max_steps=400_000
+    )
     W, a = run.final["W"], run.final["a"]
     margin = lyu2021.normalized_margin(W, a, data.X, data.y, alpha)
     best = lyu2021.global_max_margin_symmetric(data.X, data.y, alpha)
     mu_bar = lyu2021.mu(data.X, data.y)
-    b = W0 @ (mu_bar / np.linalg.norm(mu_bar)) + a0  # sign of Lemma 5.2's b̄_k (positive factor dropped)
-    return dict(lyu=lyu2021.limit_error(W, a, X_eval, target, alpha), margin_ratio=float(margin / best),
-                same_sign=bool(abs(np.sign(a0).sum()) == width),
-                same_sign_b=bool(abs(np.sign(b).sum()) == width),
-                same_sign_end=bool(abs(np.sign(a).sum()) == width),
-                steps=int(run.config["steps"]), wall=float(run.wall_time))
+    # sign of Lemma 5.2's b̄_k (positive factor dropped)
+    b = W0 @ (mu_bar / np.linalg.norm(mu_bar)) + a0
+    return dict(
+        lyu=lyu2021.limit_error(W, a, X_eval, target, alpha),
+        margin_ratio=float(margin / best),
+        same_sign=bool(abs(np.sign(a0).sum()) == width),
+        same_sign_b=bool(abs(np.sign(b).sum()) == width),
+        same_sign_end=bool(abs(np.sign(a).sum()) == width),
+        steps=int(run.config["steps"]),
+        wall=float(run.wall_time),
+    )
 
 
-def sarussi_point(init_scale: float, width: int, seed: int, t_max: float = T_MAX,
-                  alpha: float = 0.2) -> dict:
+def sarussi_point(
+    init_scale: float, width: int, seed: int, t_max: float = T_MAX, alpha: float = 0.2
+) -> dict:
     """Sarussi Thm 6.1 (fixed ±1 second layer, ``k = width // 2`` of each sign)."""
     from .flows import gradient_flow
     from .models import TwoLayerNet
@@ -189,27 +271,39 @@ def sarussi_point(init_scale: float, width: int, seed: int, t_max: float = T_MAX
 
     data = sarussi_data(seed)
     k = max(width // 2, 1)
-    net = TwoLayerNet.fixed_second_layer(data.d, k, alpha=alpha, scale=init_scale, seed=seed)
-    run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, n_snapshots=3, max_steps=400_000)
+    net = TwoLayerNet.fixed_second_layer(
+        data.d, k, alpha=alpha, scale=init_scale, seed=seed
+    )
+    run = gradient_flow(
+        net, data, t_max, rtol=1e-5, atol=1e-8, n_snapshots=3, max_steps=400_000
+    )
     Wp, Wn = sarussi2021.split_neurons(run.final["W"], k)
     ratio = sarussi2021.clustering_ratio(Wp, Wn)
-    return dict(sarussi=ratio, c_log=float(ratio * np.log10(t_max)),
-                nar=sarussi2021.nar_membership(Wp, Wn, data.X).fraction,
-                par=sarussi2021.par_membership(Wp, Wn, data.X, data.y).fraction,
-                steps=int(run.config["steps"]), wall=float(run.wall_time))
+    return dict(
+        sarussi=ratio,
+        c_log=float(ratio * np.log10(t_max)),
+        nar=sarussi2021.nar_membership(Wp, Wn, data.X).fraction,
+        par=sarussi2021.par_membership(Wp, Wn, data.X, data.y).fraction,
+        steps=int(run.config["steps"]),
+        wall=float(run.wall_time),
+    )
 
 
-def lyu_probability_point(width: int, seed: int, init_scale: float = PROBABILITY_SCALE,
-                          t_max: float = T_MAX) -> dict:
-    """One draw of the init for Lyu Thm 4.3's probability clause: data fixed (draw 0)."""
+def lyu_probability_point(
+    width: int, seed: int, init_scale: float = PROBABILITY_SCALE, t_max: float = T_MAX
+) -> dict:
+    """One draw of the init for Lyu Thm 4.3's probability clause: data fixed (draw
+    0)."""
     return lyu_point(init_scale, width, seed, t_max=t_max, data_seed=0)
 
 
-def phuong_probability_point(width: int, seed: int, init_scale: float = PROBABILITY_SCALE,
-                             t_max: float = T_MAX) -> dict:
-    """One draw of the init for Phuong Thm 1's ``1 − 2^{−p}`` (``p`` = width): data fixed
-    (draw 0). ``j0_event``: no neuron starts with ``a_j > 0`` active on a positive point or
-    ``a_j < 0`` active on a negative one — the event of the proof's bound (every neuron in J0)."""
+def phuong_probability_point(
+    width: int, seed: int, init_scale: float = PROBABILITY_SCALE, t_max: float = T_MAX
+) -> dict:
+    """One draw of the init for Phuong Thm 1's ``1 − 2^{−p}`` (``p`` = width): data
+    fixed (draw 0). ``j0_event``: no neuron starts with ``a_j > 0`` active on a
+    positive point or ``a_j < 0`` active on a negative one — the event of the proof's
+    bound (every neuron in J0)."""
     from .synthesis import synthesis_data
 
     data = synthesis_data(seed=0)
@@ -239,23 +333,39 @@ def moves_key() -> str:
 
     h = hashlib.sha256(code_key().encode())
     for fn in (synthesis.move_point, synthesis.nonsymmetric_data, synthesis.live_gap):
-        h.update(inspect.getsource(fn).encode())
+        h.update(_canonical(inspect.getsource(fn)))
     return h.hexdigest()[:12]
 
 
-POINTS = dict(phuong_min=phuong_min_point, lyu=lyu_point, sarussi=sarussi_point,
-              lyu_probability=lyu_probability_point, phuong_probability=phuong_probability_point,
-              moves=moves_point)
+POINTS = dict(
+    phuong_min=phuong_min_point,
+    lyu=lyu_point,
+    sarussi=sarussi_point,
+    lyu_probability=lyu_probability_point,
+    phuong_probability=phuong_probability_point,
+    moves=moves_point,
+)
 MOVES = dict(alpha=(0.0, 0.05, 0.2, 0.5), std=(0.3, 0.6, 0.8, 1.0))
 
 
 def _grid(name: str) -> list[dict]:
     if name == "moves":
-        return [dict(kind=k, value=v, seed=s) for k, values in MOVES.items() for v in values
-                for s in range(5)]
+        return [
+            dict(kind=k, value=v, seed=s)
+            for k, values in MOVES.items()
+            for v in values
+            for s in range(5)
+        ]
     if name in ("lyu_probability", "phuong_probability"):
-        return [dict(width=m, seed=s) for m in PROBABILITY_WIDTHS for s in PROBABILITY_SEEDS]
-    return [dict(init_scale=sc, width=w, seed=s) for sc in SCALES for w in WIDTHS for s in SEEDS]
+        return [
+            dict(width=m, seed=s) for m in PROBABILITY_WIDTHS for s in PROBABILITY_SEEDS
+        ]
+    return [
+        dict(init_scale=sc, width=w, seed=s)
+        for sc in SCALES
+        for w in WIDTHS
+        for s in SEEDS
+    ]
 
 
 def _timed(name: str, point: dict) -> dict:
@@ -269,7 +379,8 @@ def _timed(name: str, point: dict) -> dict:
 
 
 def compute(name: str, workers: int = 1, points: list[dict] | None = None):
-    """The grid ``name`` as a DataFrame (one row per point), with ``commit`` and ``code_key``."""
+    """The grid ``name`` as a DataFrame (one row per point), with ``commit`` and
+    ``code_key``."""
     import pandas as pd
 
     from .sweeps import run_sweep
@@ -277,9 +388,14 @@ def compute(name: str, workers: int = 1, points: list[dict] | None = None):
     if name not in POINTS:
         raise ValueError(f"name must be one of {sorted(POINTS)}, got {name!r}")
     points = _grid(name) if points is None else points
-    rows = run_sweep(_timed, [dict(name=name, point=p) for p in points], max_workers=workers)
+    rows = run_sweep(
+        _timed, [dict(name=name, point=p) for p in points], max_workers=workers
+    )
     frame = pd.DataFrame(rows)
-    frame["commit"], frame["code_key"] = _commit(), moves_key() if name == "moves" else code_key()
+    frame["commit"], frame["code_key"] = (
+        _commit(),
+        moves_key() if name == "moves" else code_key(),
+    )
     return frame
 
 
@@ -298,11 +414,14 @@ def store(frame, name: str) -> Path:
 
 
 def load(name: str):
-    """The stored grid and whether it is stale (its code key is not the library's now)."""
+    """The stored grid and whether it is stale (its code key is not the library's
+    now)."""
     import pandas as pd
 
     frame = pd.read_parquet(path(name))
-    stale = bool((frame["code_key"] != (moves_key() if name == "moves" else code_key())).any())
+    stale = bool(
+        (frame["code_key"] != (moves_key() if name == "moves" else code_key())).any()
+    )
     return frame, stale
 
 
@@ -310,10 +429,17 @@ def pass_rates(frame, gap: str, threshold: float, relation: str = "<="):
     """Pass rate over seeds per (init_scale, width) and the median gap: a tidy frame."""
     ok = frame[gap] <= threshold if relation == "<=" else frame[gap] >= threshold
     out = frame.assign(passed=ok & frame[gap].notna())
-    return (out.groupby(["init_scale", "width"])
-            .agg(pass_rate=("passed", "mean"), median=(gap, "median"), worst=(gap, "max"),
-                 best=(gap, "min"), seeds=("seed", "nunique"))
-            .reset_index())
+    return (
+        out.groupby(["init_scale", "width"])
+        .agg(
+            pass_rate=("passed", "mean"),
+            median=(gap, "median"),
+            worst=(gap, "max"),
+            best=(gap, "min"),
+            seeds=("seed", "nunique"),
+        )
+        .reset_index()
+    )
 
 
 def critical_scale(frame, gap: str, threshold: float, relation: str = "<=") -> dict:
@@ -324,20 +450,39 @@ def critical_scale(frame, gap: str, threshold: float, relation: str = "<=") -> d
     none), their pass rates, and the geometric midpoint ``critical`` of the bracket.
     """
     ok = frame[gap] <= threshold if relation == "<=" else frame[gap] >= threshold
-    rate = (frame.assign(passed=ok & frame[gap].notna()).groupby("init_scale")["passed"].mean()
-            .sort_index())
+    rate = (
+        frame.assign(passed=ok & frame[gap].notna())
+        .groupby("init_scale")["passed"]
+        .mean()
+        .sort_index()
+    )
     scales = rate.index.to_numpy(float)
     below = np.flatnonzero(rate.to_numpy() < 0.5)
     if below.size == 0:
-        return dict(lo=scales[-1], hi=np.nan, rate_lo=float(rate.iloc[-1]), rate_hi=np.nan,
-                    critical=np.nan)
+        return dict(
+            lo=scales[-1],
+            hi=np.nan,
+            rate_lo=float(rate.iloc[-1]),
+            rate_hi=np.nan,
+            critical=np.nan,
+        )
     first = int(below[0])
     if first == 0:
-        return dict(lo=np.nan, hi=scales[0], rate_lo=np.nan, rate_hi=float(rate.iloc[0]),
-                    critical=np.nan)
+        return dict(
+            lo=np.nan,
+            hi=scales[0],
+            rate_lo=np.nan,
+            rate_hi=float(rate.iloc[0]),
+            critical=np.nan,
+        )
     lo, hi = scales[first - 1], scales[first]
-    return dict(lo=float(lo), hi=float(hi), rate_lo=float(rate.iloc[first - 1]),
-                rate_hi=float(rate.iloc[first]), critical=float(np.sqrt(lo * hi)))
+    return dict(
+        lo=float(lo),
+        hi=float(hi),
+        rate_lo=float(rate.iloc[first - 1]),
+        rate_hi=float(rate.iloc[first]),
+        critical=float(np.sqrt(lo * hi)),
+    )
 
 
 def per_seed(frame, scale: float, gap: str, worst: str = "max") -> np.ndarray:
@@ -347,7 +492,9 @@ def per_seed(frame, scale: float, gap: str, worst: str = "max") -> np.ndarray:
     return (g.max() if worst == "max" else g.min()).to_numpy(float)
 
 
-def heatmaps(axes, frame, gap: str, threshold: float, relation: str = "<=", label: str = "") -> None:
+def heatmaps(
+    axes, frame, gap: str, threshold: float, relation: str = "<=", label: str = ""
+) -> None:
     """Two panels on ``axes``: the pass rate over seeds per (init scale, width), and the
     median gap (log colour scale) with the threshold's contour; the critical bracket of
     :func:`critical_scale` marked on both."""
@@ -356,29 +503,48 @@ def heatmaps(axes, frame, gap: str, threshold: float, relation: str = "<=", labe
     rates = pass_rates(frame, gap, threshold, relation)
     scales = np.sort(rates["init_scale"].unique())
     widths = np.sort(rates["width"].unique())
-    P = rates.pivot(index="width", columns="init_scale", values="pass_rate").loc[widths, scales].to_numpy()
-    M = rates.pivot(index="width", columns="init_scale", values="median").loc[widths, scales].to_numpy()
+    P = (
+        rates.pivot(index="width", columns="init_scale", values="pass_rate")
+        .loc[widths, scales]
+        .to_numpy()
+    )
+    M = (
+        rates.pivot(index="width", columns="init_scale", values="median")
+        .loc[widths, scales]
+        .to_numpy()
+    )
     x, yy = np.log10(scales), np.arange(len(widths))
     im = axes[0].pcolormesh(x, yy, P, shading="nearest", cmap="RdYlGn", vmin=0, vmax=1)
     axes[0].figure.colorbar(im, ax=axes[0], label="pass rate")
     positive = M[M > 0]
-    norm = (mcolors.LogNorm(vmin=positive.min(), vmax=positive.max())
-            if positive.size and positive.max() > 10 * positive.min() else None)  # log only over decades
-    im2 = axes[1].pcolormesh(x, yy, np.where(M > 0, M, np.nan), shading="nearest", cmap="viridis",
-                             norm=norm)
+    # log only over decades
+    norm = (
+        mcolors.LogNorm(vmin=positive.min(), vmax=positive.max())
+        if positive.size and positive.max() > 10 * positive.min()
+        else None
+    )
+    im2 = axes[1].pcolormesh(
+        x, yy, np.where(M > 0, M, np.nan), shading="nearest", cmap="viridis", norm=norm
+    )
     axes[1].figure.colorbar(im2, ax=axes[1], label=f"median {label or gap}")
     if np.nanmin(M) < threshold < np.nanmax(M):
         axes[1].contour(x, yy, M, levels=[threshold], colors="w", linewidths=2)
     crit = critical_scale(frame, gap, threshold, relation)
     for ax in axes:
-        ax.set(xlabel="$\\log_{10}$ init scale", ylabel="width", yticks=yy,
-               yticklabels=[str(w) for w in widths])
+        ax.set(
+            xlabel="$\\log_{10}$ init scale",
+            ylabel="width",
+            yticks=yy,
+            yticklabels=[str(w) for w in widths],
+        )
         if np.isfinite(crit["critical"]):
             ax.axvline(np.log10(crit["critical"]), color="k", ls="--", lw=1)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m twolayer.regimes", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m twolayer.regimes", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--only", nargs="*", default=sorted(POINTS))
     args = parser.parse_args(argv)
@@ -390,8 +556,11 @@ def main(argv: list[str] | None = None) -> None:
         frame = compute(name, workers=args.workers)
         out = store(frame, name)
         bad = int((frame["error"] != "").sum())
-        print(f"{name}: {len(frame)} points, {bad} failed, {time.perf_counter() - t0:.0f} s -> {out}",
-              flush=True)
+        print(
+            f"{name}: {len(frame)} points, {bad} failed, "
+            f"{time.perf_counter() - t0:.0f} s -> {out}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,6 +7,7 @@ parallel sweeps of :mod:`twolayer.sweeps`. The predictions come from the
 theory modules (``theory.phuong2021``, ``theory.min2024``, ``theory.lyu2021``,
 ``theory.sarussi2021``); hypotheses that fail on a dataset give NaN.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -28,9 +29,12 @@ def hypotheses(data: Dataset) -> dict[str, float]:
         separable = 1.0
     except NotSeparableError:
         separable = 0.0
-    return dict(orthogonal=float(phuong2021.is_orthogonally_separable(X, y)),
-                mu=min2024.separability(X, y), symmetric=float(lyu2021.is_symmetric(X, y)),
-                separable=separable)
+    return dict(
+        orthogonal=float(phuong2021.is_orthogonally_separable(X, y)),
+        mu=min2024.separability(X, y),
+        symmetric=float(lyu2021.is_symmetric(X, y)),
+        separable=separable,
+    )
 
 
 def direction_clustering(W, a) -> float:
@@ -46,9 +50,15 @@ def direction_clustering(W, a) -> float:
     return sarussi2021.clustering_ratio(U[a > 0], U[a < 0])
 
 
-def prediction_gaps(W, a, data: Dataset, alpha: float, X_eval: np.ndarray | None = None,
-                    w_pm: tuple[np.ndarray, np.ndarray] | None = None,
-                    w_star: np.ndarray | None = None) -> dict[str, float]:
+def prediction_gaps(
+    W,
+    a,
+    data: Dataset,
+    alpha: float,
+    X_eval: np.ndarray | None = None,
+    w_pm: tuple[np.ndarray, np.ndarray] | None = None,
+    w_star: np.ndarray | None = None,
+) -> dict[str, float]:
     """Distance of a snapshot to each paper's predicted limit.
 
     ``phuong``: max over live neurons of ``1 − cos(w_j, w±)`` (Phuong & Lampert
@@ -60,8 +70,13 @@ def prediction_gaps(W, a, data: Dataset, alpha: float, X_eval: np.ndarray | None
     """
     X, y = data.X, data.y
     X_eval = X if X_eval is None else X_eval
-    out = dict(stable_rank=metrics.stable_rank(W), sarussi=direction_clustering(W, a),
-               margin=lyu2021.normalized_margin(W, a, X, y, alpha), phuong=np.nan, lyu=np.nan)
+    out = dict(
+        stable_rank=metrics.stable_rank(W),
+        sarussi=direction_clustering(W, a),
+        margin=lyu2021.normalized_margin(W, a, X, y, alpha),
+        phuong=np.nan,
+        lyu=np.nan,
+    )
     live = ~metrics.dead_neurons(W, X)
     if w_pm is not None and live.any():
         cos = phuong2021.cosines_to_max_margin(W, a, *w_pm)
@@ -84,8 +99,14 @@ def max_margin_pair(data: Dataset) -> tuple[np.ndarray, np.ndarray] | None:
         return None
 
 
-def synthesis_data(n: int = 40, d: int = 5, mean: float = 3.0, std: float = 0.5, seed: int = 0,
-                   hinted: bool = False) -> Dataset:
+def synthesis_data(
+    n: int = 40,
+    d: int = 5,
+    mean: float = 3.0,
+    std: float = 0.5,
+    seed: int = 0,
+    hinted: bool = False,
+) -> Dataset:
     """Antipodal Gaussians scaled to ``‖x‖ ≤ 1``: symmetric (Lyu Assumption 4.1),
     linearly separable (Sarussi), and — for ``std`` small against ``mean`` —
     orthogonally separable with ``μ > 0`` (Phuong, Min Assumption 1).
@@ -101,23 +122,50 @@ def synthesis_data(n: int = 40, d: int = 5, mean: float = 3.0, std: float = 0.5,
     w_perp = e - (e @ w_star) * w_star
     w_perp /= np.linalg.norm(w_perp)
     X2, y2 = lyu2021.hinted_dataset(ds.X, ds.y, H=5.0, K=5.0, eps=0.05, w_perp=w_perp)
-    return ds.with_data(X2 / np.linalg.norm(X2, axis=1).max(), y2, name=ds.name + " + hints",
-                        note="Lyu Def. 6.1 hints (H=K=5, eps=0.05), rescaled to max norm 1")
+    return ds.with_data(
+        X2 / np.linalg.norm(X2, axis=1).max(),
+        y2,
+        name=ds.name + " + hints",
+        note="Lyu Def. 6.1 hints (H=K=5, eps=0.05), rescaled to max norm 1",
+    )
 
 
-def flow_point(std: float = 0.5, alpha: float = 0.0, scale: float = 1e-3, width: int = 20,
-               hinted: bool = False, t_max: float = 1e100, n: int = 40, d: int = 5, seed: int = 0,
-               rtol: float = 1e-5, atol: float = 1e-8) -> dict[str, float]:
+def flow_point(
+    std: float = 0.5,
+    alpha: float = 0.0,
+    scale: float = 1e-3,
+    width: int = 20,
+    hinted: bool = False,
+    t_max: float = 1e100,
+    n: int = 40,
+    d: int = 5,
+    seed: int = 0,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+) -> dict[str, float]:
     """One sweep point: data, balanced init, gradient flow to ``t_max``, and the
     final :func:`prediction_gaps` plus the data hypotheses and the wall time."""
     from .flows import gradient_flow
 
     data = synthesis_data(n, d, std=std, seed=seed, hinted=hinted)
     net = TwoLayerNet(d, width, alpha=alpha, init="balanced", scale=scale, seed=seed)
-    run = gradient_flow(net, data, t_max, rtol=rtol, atol=atol, n_snapshots=3, max_steps=200_000)
-    gaps = prediction_gaps(run.final["W"], run.final["a"], data, alpha, w_pm=max_margin_pair(data))
-    return dict(std=std, alpha=alpha, scale=scale, width=width, hinted=hinted, **hypotheses(data), **gaps,
-                wall=run.wall_time, steps=run.config["steps"])
+    run = gradient_flow(
+        net, data, t_max, rtol=rtol, atol=atol, n_snapshots=3, max_steps=200_000
+    )
+    gaps = prediction_gaps(
+        run.final["W"], run.final["a"], data, alpha, w_pm=max_margin_pair(data)
+    )
+    return dict(
+        std=std,
+        alpha=alpha,
+        scale=scale,
+        width=width,
+        hinted=hinted,
+        **hypotheses(data),
+        **gaps,
+        wall=run.wall_time,
+        steps=run.config["steps"],
+    )
 
 
 def early_phase(Ws, As, times, data: Dataset, alpha: float) -> dict[str, np.ndarray]:
@@ -157,8 +205,15 @@ def early_phase(Ws, As, times, data: Dataset, alpha: float) -> dict[str, np.ndar
             continue
         nar.append(_split_fraction(sarussi2021.nar_membership, pos, neg, X))
         par.append(_split_fraction(sarussi2021.par_membership, pos, neg, X, y))
-    return dict(t=np.asarray(times, float), in_cones=in_cones, mu_cos=mu_cos, nar=np.array(nar),
-                par=np.array(par), record=record, signs=signs)
+    return dict(
+        t=np.asarray(times, float),
+        in_cones=in_cones,
+        mu_cos=mu_cos,
+        nar=np.array(nar),
+        par=np.array(par),
+        record=record,
+        signs=signs,
+    )
 
 
 def _split_fraction(fn, pos: np.ndarray, neg: np.ndarray, *args) -> float:
@@ -200,6 +255,7 @@ def best_two_ray_distance(r_plus, r_minus, X, g) -> float:
 
 # ------------------------------------------------------------------ per-seed runs of the pages
 
+
 def live_gap(W, a, X, w_plus, w_minus) -> float:
     """Phuong & Lampert Thm 1's gap: max over live neurons (active on some
     training point) of ``1 − cos(w_j, w_{sign a_j})``; NaN if every neuron is dead."""
@@ -210,9 +266,19 @@ def live_gap(W, a, X, w_plus, w_minus) -> float:
     return float((1 - cos[live]).max())
 
 
-def phuong_limit_run(seed: int, init_scale: float, *, n: int = 500, d: int = 20, width: int = 100,
-                     t_max: float = 1e300, rtol: float = 1e-5, atol: float = 1e-8,
-                     n_snapshots: int = 60, n_held_out: int = 500) -> dict:
+def phuong_limit_run(
+    seed: int,
+    init_scale: float,
+    *,
+    n: int = 500,
+    d: int = 20,
+    width: int = 100,
+    t_max: float = 1e300,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    n_snapshots: int = 60,
+    n_held_out: int = 500,
+) -> dict:
     """Phuong & Lampert Fig 1's data (draw ``seed``), balanced init, gradient flow
     to ``t_max``: the gap of Thm 1 and ``σ3/σ1`` along the flow, the stable rank
     and Cor. 1's function distance (:func:`scaled_distance`) on ``n_held_out``
@@ -225,22 +291,44 @@ def phuong_limit_run(seed: int, init_scale: float, *, n: int = 500, d: int = 20,
     w_plus, w_minus = phuong2021.max_margin_directions(ds.X, ds.y)
     x_plus, x_minus = phuong2021.early_phase_directions(ds.X, ds.y)
     net = TwoLayerNet(d, width, init="balanced", scale=init_scale, seed=seed)
-    flow = gradient_flow(net, ds, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1)
-    gap = np.array([live_gap(s["W"], s["a"], ds.X, w_plus, w_minus) for s in flow.snapshots])
+    flow = gradient_flow(
+        net, ds, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1
+    )
+    gap = np.array(
+        [live_gap(s["W"], s["a"], ds.X, w_plus, w_minus) for s in flow.snapshots]
+    )
     rank3 = np.array([metrics.rank_ratio(s["W"], 2) for s in flow.snapshots])
     held_out = orthant_data(n_held_out, d, seed=10_000 + seed).X
     limit_f = phuong_limit_function(held_out, w_plus, w_minus)
     from .models import two_layer_output
+
     learned = two_layer_output(flow.final["W"], flow.final["a"], held_out)
-    return dict(log10_t=np.log10(np.maximum(flow.times, 1e-300)), gap=gap, rank3=rank3,
-                stable=metrics.stable_rank(flow.final["W"]), f_dist=scaled_distance(learned, limit_f),
-                early_gap=max(1 - metrics.cosine(x_plus, w_plus), 1 - metrics.cosine(x_minus, w_minus)),
-                f_dist_early=best_two_ray_distance(x_plus, x_minus, held_out, limit_f),
-                wall=flow.wall_time, steps=flow.config["steps"], net=net, data=ds)
+    return dict(
+        log10_t=np.log10(np.maximum(flow.times, 1e-300)),
+        gap=gap,
+        rank3=rank3,
+        stable=metrics.stable_rank(flow.final["W"]),
+        f_dist=scaled_distance(learned, limit_f),
+        early_gap=max(
+            1 - metrics.cosine(x_plus, w_plus), 1 - metrics.cosine(x_minus, w_minus)
+        ),
+        f_dist_early=best_two_ray_distance(x_plus, x_minus, held_out, limit_f),
+        wall=flow.wall_time,
+        steps=flow.config["steps"],
+        net=net,
+        data=ds,
+    )
 
 
-def gd_check(net, data: Dataset, *, lr: float, time: float, perturbation: float = 1e-2,
-             seed: int = 0) -> dict:
+def gd_check(
+    net,
+    data: Dataset,
+    *,
+    lr: float,
+    time: float,
+    perturbation: float = 1e-2,
+    seed: int = 0,
+) -> dict:
     """GD with steps ``lr`` and ``lr/2`` against the integrated flow at matched flow
     times (max relative distance, and the ratio when the step halves: ½ for a
     first-order method converging to the flow). The rival: the flow from the init
@@ -254,10 +342,16 @@ def gd_check(net, data: Dataset, *, lr: float, time: float, perturbation: float 
     from .models import TwoLayerNet as _Net
 
     steps = int(round(time / lr))
-    marks = np.concatenate([[0], np.unique(np.round(np.geomspace(1, steps, 12)).astype(int))])
+    marks = np.concatenate(
+        [[0], np.unique(np.round(np.geomspace(1, steps, 12)).astype(int))]
+    )
     run = gd(copy.deepcopy(net), data, lr=lr, steps=steps, snapshot_steps=marks)
-    half = gd(copy.deepcopy(net), data, lr=lr / 2, steps=2 * steps, snapshot_steps=2 * marks)
-    flow = gradient_flow(net, data, time, rtol=1e-7, atol=1e-10, method="RK45", snapshot_times=run.times)
+    half = gd(
+        copy.deepcopy(net), data, lr=lr / 2, steps=2 * steps, snapshot_steps=2 * marks
+    )
+    flow = gradient_flow(
+        net, data, time, rtol=1e-7, atol=1e-10, method="RK45", snapshot_times=run.times
+    )
     W, a = net.weights()
     rng = np.random.default_rng(seed)
     scale = perturbation * np.linalg.norm(np.concatenate([W.ravel(), a]))
@@ -267,16 +361,39 @@ def gd_check(net, data: Dataset, *, lr: float, time: float, perturbation: float 
     with torch.no_grad():
         moved.W.add_(torch.as_tensor(dW, dtype=moved.W.dtype))
     assert isinstance(moved, _Net)
-    other = gradient_flow(moved, data, time, rtol=1e-7, atol=1e-10, method="RK45", snapshot_times=run.times)
+    other = gradient_flow(
+        moved,
+        data,
+        time,
+        rtol=1e-7,
+        atol=1e-10,
+        method="RK45",
+        snapshot_times=run.times,
+    )
     dist, dist_half = trajectory_distance(flow, run), trajectory_distance(flow, half)
     r_dist, r_half = trajectory_distance(other, run), trajectory_distance(other, half)
-    return dict(times=run.times, dist=dist, dist_half=dist_half, ratio=dist_half.max() / dist.max(),
-                rival_dist=r_dist, rival_ratio=r_half.max() / r_dist.max(), loss_end=run.loss[-1])
+    return dict(
+        times=run.times,
+        dist=dist,
+        dist_half=dist_half,
+        ratio=dist_half.max() / dist.max(),
+        rival_dist=r_dist,
+        rival_ratio=r_half.max() / r_dist.max(),
+        loss_end=run.loss[-1],
+    )
 
 
-def lyu_limit_run(seed: int, sigma: float, *, width: int = 10, alpha: float = 0.5,
-                  t_max: float = 1e300, rtol: float = 1e-5, atol: float = 1e-8,
-                  n_snapshots: int = 60) -> dict:
+def lyu_limit_run(
+    seed: int,
+    sigma: float,
+    *,
+    width: int = 10,
+    alpha: float = 0.5,
+    t_max: float = 1e300,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    n_snapshots: int = 60,
+) -> dict:
     """Lyu et al. Thm 4.3 / 4.2 on symmetric data (draw ``seed``, :func:`twolayer.regimes.lyu_data`),
     Gaussian init of scale ``sigma``: the relative sup gap to ``(1+α)/4⟨w*, x⟩`` and the
     normalised margin over the global maximum along the flow; phase I's rival ``μ̄``."""
@@ -288,22 +405,52 @@ def lyu_limit_run(seed: int, sigma: float, *, width: int = 10, alpha: float = 0.
     mu_bar = lyu2021.mu(sym.X, sym.y)
     mu_bar = mu_bar / np.linalg.norm(mu_bar)
     target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
-    net = TwoLayerNet(sym.d, width, alpha=alpha, init="gaussian", scale=sigma, seed=seed)
-    flow = gradient_flow(net, sym, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1)
+    net = TwoLayerNet(
+        sym.d, width, alpha=alpha, init="gaussian", scale=sigma, seed=seed
+    )
+    flow = gradient_flow(
+        net, sym, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1
+    )
     best = lyu2021.global_max_margin_symmetric(sym.X, sym.y, alpha)
-    err = np.array([lyu2021.limit_error(s["W"], s["a"], X_eval, target, alpha) for s in flow.snapshots])
-    margin = np.array([lyu2021.normalized_margin(s["W"], s["a"], sym.X, sym.y, alpha)
-                       for s in flow.snapshots]) / best
+    err = np.array(
+        [
+            lyu2021.limit_error(s["W"], s["a"], X_eval, target, alpha)
+            for s in flow.snapshots
+        ]
+    )
+    margin = (
+        np.array(
+            [
+                lyu2021.normalized_margin(s["W"], s["a"], sym.X, sym.y, alpha)
+                for s in flow.snapshots
+            ]
+        )
+        / best
+    )
     W1, a1 = lyu2021.two_neuron_limit(mu_bar)
-    return dict(log10_t=np.log10(np.maximum(flow.times, 1e-300)), err=err, margin=margin,
-                err_phase1=lyu2021.limit_error(W1, a1, X_eval, target, alpha),
-                margin_phase1=float((sym.y * (sym.X @ mu_bar)).min() / lyu2021.linear_margin(sym.X, sym.y)),
-                wall=flow.wall_time)
+    return dict(
+        log10_t=np.log10(np.maximum(flow.times, 1e-300)),
+        err=err,
+        margin=margin,
+        err_phase1=lyu2021.limit_error(W1, a1, X_eval, target, alpha),
+        margin_phase1=float(
+            (sym.y * (sym.X @ mu_bar)).min() / lyu2021.linear_margin(sym.X, sym.y)
+        ),
+        wall=flow.wall_time,
+    )
 
 
-def sarussi_limit_run(seed: int, scale: float, *, k: int = 10, alpha: float = 0.2,
-                      t_max: float = 1e300, rtol: float = 1e-5, atol: float = 1e-8,
-                      n_snapshots: int = 60) -> dict:
+def sarussi_limit_run(
+    seed: int,
+    scale: float,
+    *,
+    k: int = 10,
+    alpha: float = 0.2,
+    t_max: float = 1e300,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    n_snapshots: int = 60,
+) -> dict:
     """Sarussi et al. Thm 6.1 on antipodal Gaussians (draw ``seed``), fixed ±1
     second layer, ``k`` neurons of each sign: ``R/‖w̄ − ū‖`` along the flow and
     the NAR membership (Def. 6.2) at the end."""
@@ -312,27 +459,46 @@ def sarussi_limit_run(seed: int, scale: float, *, k: int = 10, alpha: float = 0.
 
     anti = sarussi_data(seed)
     net = TwoLayerNet.fixed_second_layer(anti.d, k, alpha=alpha, scale=scale, seed=seed)
-    flow = gradient_flow(net, anti, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1)
-    ratios = np.array([sarussi2021.clustering_ratio(*sarussi2021.split_neurons(s["W"], k))
-                       for s in flow.snapshots])
+    flow = gradient_flow(
+        net, anti, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1
+    )
+    ratios = np.array(
+        [
+            sarussi2021.clustering_ratio(*sarussi2021.split_neurons(s["W"], k))
+            for s in flow.snapshots
+        ]
+    )
     Wp, Wn = sarussi2021.split_neurons(flow.final["W"], k)
-    return dict(log10_t=np.log10(np.maximum(flow.times, 1e-300)), ratio=ratios,
-                nar=sarussi2021.nar_membership(Wp, Wn, anti.X).fraction, wall=flow.wall_time)
+    return dict(
+        log10_t=np.log10(np.maximum(flow.times, 1e-300)),
+        ratio=ratios,
+        nar=sarussi2021.nar_membership(Wp, Wn, anti.X).fraction,
+        wall=flow.wall_time,
+    )
 
 
 def own_cone_exits(record, signs, start: int = 0) -> int:
     """Min et al. Thm 1 (ii) as stated: from snapshot ``start`` on, how many times a
     neuron in its own cone or dead (``S+``/``S_dead`` for ``a_j > 0``,
     ``S−``/``S_dead`` for ``a_j < 0``) is found outside both at the next snapshot."""
-    r = np.asarray(record, int)[int(start):]
+    r = np.asarray(record, int)[int(start) :]
     own = np.where(np.sign(signs) > 0, min2024.S_PLUS, min2024.S_MINUS)[None, :]
     ok = (r == own) | (r == min2024.S_DEAD)
     return int((ok[:-1] & ~ok[1:]).sum())
 
 
-def overlay_run(seed: int, init_scale: float, *, n: int = 40, d: int = 5, std: float = 0.5,
-                alpha: float = 0.0, width: int = 20, t_max: float = 1e300,
-                init: str = "balanced") -> dict:
+def overlay_run(
+    seed: int,
+    init_scale: float,
+    *,
+    n: int = 40,
+    d: int = 5,
+    std: float = 0.5,
+    alpha: float = 0.0,
+    width: int = 20,
+    t_max: float = 1e300,
+    init: str = "balanced",
+) -> dict:
     """The overlay's trajectory on :func:`synthesis_data` (draw ``seed``): the four
     papers' gaps (:func:`prediction_gaps`) per snapshot, dense early snapshots
     (0.1 decade on ``[1e-1, 1e3]``) and Min et al.'s measures: the alignment time
@@ -347,30 +513,63 @@ def overlay_run(seed: int, init_scale: float, *, n: int = 40, d: int = 5, std: f
     w_pm = max_margin_pair(data)
     w_star = lyu2021.max_margin_separator(data.X, data.y)
     t_scale = float(min2024.book_time(min2024.t1_order(data.X, data.y), "mean", data.n))
-    snap_t = np.unique(np.concatenate([[0.0, t_scale], np.logspace(-1, 3, 41),
-                                       np.logspace(3, np.log10(t_max), 45)]))
+    snap_t = np.unique(
+        np.concatenate(
+            [
+                [0.0, t_scale],
+                np.logspace(-1, 3, 41),
+                np.logspace(3, np.log10(t_max), 45),
+            ]
+        )
+    )
     net = TwoLayerNet(d, width, alpha=alpha, init=init, scale=init_scale, seed=seed)
     W0, a0 = net.weights()
     run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, snapshot_times=snap_t)
-    gaps = pd.DataFrame([prediction_gaps(s["W"], s["a"], data, alpha, w_pm=w_pm, w_star=w_star)
-                         for s in run.snapshots])
+    gaps = pd.DataFrame(
+        [
+            prediction_gaps(s["W"], s["a"], data, alpha, w_pm=w_pm, w_star=w_star)
+            for s in run.snapshots
+        ]
+    )
     gaps["log10_t"] = np.log10(np.maximum(run.times, 1e-300))
     early = early_phase(run.param("W"), run.param("a"), run.times, data, alpha)
     signs = np.sign(run.param("a"))[-1] if init != "balanced" else np.sign(a0)
     t1 = min2024.alignment_time(run.times, early["record"], np.sign(a0))
-    i1 = int(np.flatnonzero(run.times == t1)[0]) if np.isfinite(t1) else len(run.times) - 1
+    i1 = (
+        int(np.flatnonzero(run.times == t1)[0])
+        if np.isfinite(t1)
+        else len(run.times) - 1
+    )
     i_scale = int(np.argmin(np.abs(run.times - t_scale)))
     late = run.times >= 1e100
     ranks = np.array([metrics.stable_rank(s["W"]) for s in run.snapshots])
-    return dict(data=data, run=run, gaps=gaps, early=early, ranks=ranks, t1=t1, t_scale=t_scale,
-                aligned_at_scale=float(early["in_cones"][i_scale]),
-                exits=own_cone_exits(early["record"], signs, start=i1),
-                rank_limsup=float(ranks[late].max()), rank_init=float(metrics.stable_rank(W0)),
-                signs_kept=bool((np.sign(run.param("a")) == np.sign(a0)).all()))
+    return dict(
+        data=data,
+        run=run,
+        gaps=gaps,
+        early=early,
+        ranks=ranks,
+        t1=t1,
+        t_scale=t_scale,
+        aligned_at_scale=float(early["in_cones"][i_scale]),
+        exits=own_cone_exits(early["record"], signs, start=i1),
+        rank_limsup=float(ranks[late].max()),
+        rank_init=float(metrics.stable_rank(W0)),
+        signs_kept=bool((np.sign(run.param("a")) == np.sign(a0)).all()),
+    )
 
 
-def phase1_alignment(seed: int, r: float, large_scale: float, *, n: int = 40, d: int = 5,
-                     std: float = 0.5, alpha: float = 0.0, width: int = 20) -> dict:
+def phase1_alignment(
+    seed: int,
+    r: float,
+    large_scale: float,
+    *,
+    n: int = 40,
+    d: int = 5,
+    std: float = 0.5,
+    alpha: float = 0.0,
+    width: int = 20,
+) -> dict:
     """Lyu et al. Lemma 5.2 at ``T1(r)`` on :func:`synthesis_data` (draw ``seed``):
     with the init scale at the lemma's bound ``σ = r³/(√m ‖θ̄0‖_M)``, the mean of
     ``sign(a_k) cos(w_k, μ̄)`` at ``T1(r)`` (the lemma: ``w_k ≈ r b̄_k μ̄``, and
@@ -381,15 +580,19 @@ def phase1_alignment(seed: int, r: float, large_scale: float, *, n: int = 40, d:
     data = synthesis_data(n, d, std=std, seed=seed)
     unit = TwoLayerNet(d, width, alpha=alpha, init="balanced", scale=1.0, seed=seed)
     W_bar, a_bar = unit.weights()
-    sigma = r ** 3 / (np.sqrt(width) * lyu2021.m_norm(W_bar, a_bar))
+    sigma = r**3 / (np.sqrt(width) * lyu2021.m_norm(W_bar, a_bar))
     lam0 = lyu2021.lambda0(data.X, data.y, alpha)
     T1 = lyu2021.phase1_time(r, sigma, W_bar, a_bar, lam0)
     mu_bar = lyu2021.mu(data.X, data.y)
     mu_bar = mu_bar / np.linalg.norm(mu_bar)
     out = dict(T1=T1, sigma=sigma, lam0=lam0)
     for key, scale in (("small", sigma), ("large", large_scale)):
-        net = TwoLayerNet(d, width, alpha=alpha, init="balanced", scale=scale, seed=seed)
-        run = gradient_flow(net, data, T1, rtol=1e-7, atol=1e-12, snapshot_times=[0.0, T1])
+        net = TwoLayerNet(
+            d, width, alpha=alpha, init="balanced", scale=scale, seed=seed
+        )
+        run = gradient_flow(
+            net, data, T1, rtol=1e-7, atol=1e-12, snapshot_times=[0.0, T1]
+        )
         W, a = run.final["W"], run.final["a"]
         out[key] = float(np.mean(np.sign(a) * metrics.row_cosines(W, mu_bar)))
     return out
@@ -401,3 +604,105 @@ def group_mass_ratio(W, a) -> float:
     where the two linear subnetworks see mirror images of one problem)."""
     W, a = np.asarray(W, float), np.asarray(a, float)
     return float(np.linalg.norm(W[a > 0]) / np.linalg.norm(W[a < 0]))
+
+
+# ------------------------------------------------------------------ one hypothesis moved at a time
+
+
+def nonsymmetric_data(
+    n: int = 40, d: int = 5, std: float = 0.5, seed: int = 0
+) -> Dataset:
+    """Two Gaussian classes that are *not* mirror images: positives ``N(3e1, s²I)``,
+    negatives ``N(−3e1 + 1.5e2, s²I)``, scaled to ``‖x‖ ≤ 1``. Unlike
+    :func:`synthesis_data`, ``w−`` is not ``−w+`` and neither is along ``w*``, so
+    a move of ``μ`` (through ``std``) can break Phuong's and Min's predictions."""
+    from .data import Dataset as _Dataset
+
+    rng = np.random.default_rng(seed)
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    centres = np.zeros((2, d))
+    centres[0, 0], centres[1, 0], centres[1, 1] = 3.0, -3.0, 1.5
+    X = np.where(y[:, None] > 0, centres[0], centres[1]) + std * rng.standard_normal(
+        (n, d)
+    )
+    X = X / np.linalg.norm(X, axis=1).max()
+    return _Dataset(
+        X,
+        y,
+        f"non-symmetric Gaussians (n={n}, d={d}, std={std:g})",
+        f"positives N(3e1, s²I), negatives N(−3e1 + 1.5e2, s²I), s = {std:g}, seed {seed}, "
+        f"scaled to max norm 1",
+    )
+
+
+def move_point(
+    data: Dataset,
+    *,
+    alpha: float = 0.0,
+    width: int = 20,
+    init_scale: float = 1e-3,
+    seed: int = 0,
+    t_max: float = 1e300,
+    signs=None,
+    target: str = "phuong",
+) -> dict:
+    """One flow for a hypothesis move: balanced init (``signs`` forces the output signs),
+    gradient flow to ``t_max``; Phuong's gap (:func:`live_gap`, NaN when a class has no
+    max-margin direction), Min's alignment time ``t1`` in paper time and ``log n/√μ``
+    (NaN when ``μ ≤ 0``), and with ``target="hinted"`` the relative sup gaps to Lyu's
+    hinted limit ``½φ(⟨w*, x⟩)`` and to the symmetric-data limit ``(1+α)/4⟨w*, x⟩``
+    (``w*`` of the data without the three hint points, the last three rows)."""
+    from .flows import gradient_flow
+
+    X, y = data.X, data.y
+    mu = min2024.separability(X, y)
+    t_scale = float(np.log(max(data.n, 2)) / np.sqrt(mu)) if mu > 0 else np.nan
+    early = np.logspace(-1, 3, 41)
+    late = np.logspace(3, np.log10(t_max), 20)
+    net = TwoLayerNet(
+        data.d,
+        width,
+        alpha=alpha,
+        init="balanced",
+        scale=init_scale,
+        seed=seed,
+        signs=signs,
+    )
+    W0, a0 = net.weights()
+    run = gradient_flow(
+        net,
+        data,
+        t_max,
+        rtol=1e-5,
+        atol=1e-8,
+        snapshot_times=np.unique(np.concatenate([[0.0], early, late])),
+    )
+    W, a = run.final["W"], run.final["a"]
+    out = dict(
+        mu=mu,
+        t_scale=t_scale,
+        orthogonal=bool(phuong2021.is_orthogonally_separable(X, y)),
+    )
+    pair = max_margin_pair(data)
+    out["phuong"] = live_gap(W, a, X, *pair) if pair is not None else np.nan
+    record = min2024.membership_record(run.param("W"), X, y)
+    t1 = min2024.alignment_time(run.times, record, np.sign(a0))
+    out["t1"] = (
+        float(min2024.paper_time(t1, "mean", data.n)) if np.isfinite(t1) else np.inf
+    )
+    if target == "hinted":
+        base = lyu2021.max_margin_separator(X[:-3], y[:-3])
+        X_eval = np.vstack(
+            [
+                X,
+                np.random.default_rng(seed).standard_normal((200, data.d))
+                / np.sqrt(data.d),
+            ]
+        )
+        out["hinted"] = lyu2021.limit_error(
+            W, a, X_eval, lyu2021.hinted_limit_function(X_eval, base, alpha), alpha
+        )
+        out["symmetric"] = lyu2021.limit_error(
+            W, a, X_eval, lyu2021.symmetric_limit_function(X_eval, base, alpha), alpha
+        )
+    return out
