@@ -6,6 +6,7 @@ Notation follows the paper: ``f_θ(x) = Σ_k a_k φ(w_k·x)``,
 ``φ(z) = max(z, αz)``; parameters are stored as ``(W, a)`` with ``W`` of
 shape ``(m, d)`` (rows ``w_k``) and ``a`` of shape ``(m,)``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -21,12 +22,36 @@ from ..validation import as_matrix, as_vector, as_xy, positive
 from .margins import KKTReport, _margin_gradients, kkt_two_layer, max_margin
 
 __all__ = [
-    "symmetric_augment", "is_symmetric", "max_margin_separator", "linear_margin",
-    "hinted_dataset", "mu", "mu_tilde", "lambda0", "m_norm", "phase1_time", "phase1_decomposition",
-    "Phase1Decomposition", "embedding_vector", "is_good_embedding", "embed", "unembed", "phase2_start", "normalized_margin",
-    "symmetric_limit_function", "hinted_limit_function", "global_max_margin_symmetric",
-    "two_neuron_limit", "kkt_check", "search_max_margin", "MarginSearch", "polish_kkt",
-    "boundary_nonlinearity", "axis_masses", "solve_kkt", "bent_kkt_example",
+    "symmetric_augment",
+    "is_symmetric",
+    "max_margin_separator",
+    "linear_margin",
+    "hinted_dataset",
+    "mu",
+    "mu_tilde",
+    "lambda0",
+    "m_norm",
+    "phase1_time",
+    "phase1_decomposition",
+    "Phase1Decomposition",
+    "embedding_vector",
+    "is_good_embedding",
+    "embed",
+    "unembed",
+    "phase2_start",
+    "normalized_margin",
+    "symmetric_limit_function",
+    "hinted_limit_function",
+    "global_max_margin_symmetric",
+    "two_neuron_limit",
+    "kkt_check",
+    "search_max_margin",
+    "MarginSearch",
+    "polish_kkt",
+    "boundary_nonlinearity",
+    "axis_masses",
+    "solve_kkt",
+    "bent_kkt_example",
 ]
 
 
@@ -40,6 +65,7 @@ def _wa(W, a) -> tuple[np.ndarray, np.ndarray]:
 
 # ------------------------------------------------------------ data (§3, §4, §6)
 
+
 def is_symmetric(X, y, tol: float = 1e-12) -> bool:
     """Assumption 4.1: ``n`` even, ``x_{i+n/2} = −x_i`` and ``y_{i+n/2} = −y_i``
     (the layout :func:`symmetric_augment` produces)."""
@@ -48,7 +74,9 @@ def is_symmetric(X, y, tol: float = 1e-12) -> bool:
     if n % 2:
         return False
     h = n // 2
-    return bool(np.allclose(X[h:], -X[:h], atol=tol, rtol=0) and np.array_equal(y[h:], -y[:h]))
+    return bool(
+        np.allclose(X[h:], -X[:h], atol=tol, rtol=0) and np.array_equal(y[h:], -y[:h])
+    )
 
 
 def max_margin_separator(X, y) -> np.ndarray:
@@ -63,7 +91,9 @@ def linear_margin(X, y) -> float:
     return float(1.0 / np.linalg.norm(max_margin(X, y)))
 
 
-def hinted_dataset(X, y, H: float, K: float, eps: float, w_perp) -> tuple[np.ndarray, np.ndarray]:
+def hinted_dataset(
+    X, y, H: float, K: float, eps: float, w_perp
+) -> tuple[np.ndarray, np.ndarray]:
     """Definition 6.1: the ``(H, K, ε, w⊥)``-hinted dataset.
 
     Appends ``(H w*, +1)``, ``(ε w* + K w⊥, +1)``, ``(ε w* − K w⊥, +1)`` to
@@ -82,15 +112,20 @@ def hinted_dataset(X, y, H: float, K: float, eps: float, w_perp) -> tuple[np.nda
     H, K, eps = positive(H, "H"), positive(K, "K"), positive(eps, "eps")
     wp = as_vector(w_perp, "w_perp", X.shape[1])
     if abs(np.linalg.norm(wp) - 1) > 1e-6:
-        raise ValueError(f"w_perp must be a unit vector, got norm {np.linalg.norm(wp):.6g}")
+        raise ValueError(
+            f"w_perp must be a unit vector, got norm {np.linalg.norm(wp):.6g}"
+        )
     ws = max_margin_separator(X, y)
     if abs(wp @ ws) > 1e-6:
-        raise ValueError(f"w_perp must be perpendicular to w* (|<w_perp, w*>| = {abs(wp @ ws):.3g})")
+        raise ValueError(
+            f"w_perp must be perpendicular to w* (|<w_perp, w*>| = {abs(wp @ ws):.3g})"
+        )
     hints = np.stack([H * ws, eps * ws + K * wp, eps * ws - K * wp])
     return np.vstack([X, hints]), np.concatenate([y, np.ones(3)])
 
 
 # ------------------------------------------------------------ phase I (§5.1)
+
 
 def mu(X, y) -> np.ndarray:
     """``μ = (1/n) Σ_i y_i x_i`` (§4.3)."""
@@ -134,9 +169,9 @@ def phase1_time(r: float, sigma: float, W_bar, a_bar, lam0: float) -> float:
 class Phase1Decomposition:
     """Lemma 5.2: ``w_k = r b̄_k μ̄ + Δw_k``, ``a_k = r b̄_k + Δa_k``."""
 
-    b: np.ndarray           # b̄ (m,)
-    dW: np.ndarray          # Δw_k rows (m, d)
-    da: np.ndarray          # Δa_k (m,)
+    b: np.ndarray  # b̄ (m,)
+    dW: np.ndarray  # Δw_k rows (m, d)
+    da: np.ndarray  # Δa_k (m,)
     residual_m_norm: float  # ‖Δθ‖_M
     r: float
 
@@ -180,6 +215,7 @@ def embedding_vector(W_bar, a_bar, mu_vec) -> np.ndarray:
 
 # ------------------------------------------------------------ embedding (Lemma 5.3)
 
+
 def is_good_embedding(b) -> bool:
     """§5.2: ``b`` has a positive and a negative entry and no zero entry."""
     b = as_vector(b, "b")
@@ -189,7 +225,10 @@ def is_good_embedding(b) -> bool:
 def _b_parts(b) -> tuple[np.ndarray, float, float]:
     b = as_vector(b, "b")
     if not is_good_embedding(b):
-        raise ValueError("b must be a good embedding vector: non-zero entries, at least one of each sign")
+        raise ValueError(
+            "b must be a good embedding vector: non-zero entries, at least one of each "
+            "sign"
+        )
     bp = float(np.sqrt((b[b > 0] ** 2).sum()))
     bm = -float(np.sqrt((b[b < 0] ** 2).sum()))
     return b, bp, bm
@@ -201,11 +240,15 @@ def embed(W_hat, a_hat, b) -> tuple[np.ndarray, np.ndarray]:
     ``(b_k/b_−)(ŵ2, â2)`` if ``b_k < 0``; ``f`` is unchanged."""
     W_hat, a_hat = _wa(W_hat, a_hat)
     if W_hat.shape[0] != 2:
-        raise ValueError(f"W_hat must have 2 rows (a two-neuron net), got {W_hat.shape[0]}")
+        raise ValueError(
+            f"W_hat must have 2 rows (a two-neuron net), got {W_hat.shape[0]}"
+        )
     if not (a_hat[0] > 0 > a_hat[1]):
-        raise ValueError(f"a_hat must satisfy a_hat[0] > 0 > a_hat[1], got {a_hat.tolist()}")
+        raise ValueError(
+            f"a_hat must satisfy a_hat[0] > 0 > a_hat[1], got {a_hat.tolist()}"
+        )
     b, bp, bm = _b_parts(b)
-    c = np.where(b > 0, b / bp, b / bm)            # all > 0
+    c = np.where(b > 0, b / bp, b / bm)  # all > 0
     src = np.where(b > 0, 0, 1)
     return c[:, None] * W_hat[src], c * a_hat[src]
 
@@ -221,18 +264,22 @@ def phase2_start(b, mu_vec) -> tuple[np.ndarray, np.ndarray]:
 
 
 def unembed(W, a, b) -> tuple[np.ndarray, np.ndarray]:
-    """Inverse of :func:`embed` on its image: ``(ŵ1, â1) = Σ_{b_k>0} (b_k/b_+)(w_k, a_k)``
+    """Inverse of :func:`embed` on its image:
+    ``(ŵ1, â1) = Σ_{b_k>0} (b_k/b_+)(w_k, a_k)``
     (since ``Σ_{b_k>0} b_k²/b_+² = 1``), likewise for neuron 2 with ``b_−``.
     Off the image this is the least-squares projection onto it."""
     W, a = _wa(W, a)
     b, bp, bm = _b_parts(b)
     if len(b) != W.shape[0]:
-        raise ValueError(f"b must have length {W.shape[0]} (one entry per neuron), got {len(b)}")
+        raise ValueError(
+            f"b must have length {W.shape[0]} (one entry per neuron), got {len(b)}"
+        )
     cp_, cm = np.where(b > 0, b / bp, 0.0), np.where(b < 0, b / bm, 0.0)
     return np.stack([cp_ @ W, cm @ W]), np.array([cp_ @ a, cm @ a])
 
 
-# ------------------------------------------------------------ margins (§3, §4.1, §5.3, §6)
+# -------------------------------------------------------- margins (§3, §4.1, §5.3, §6)
+
 
 def normalized_margin(W, a, X, y, alpha: float) -> float:
     """``γ(θ) = min_i y_i f_θ(x_i) / ‖θ‖²`` (2-homogeneous net)."""
@@ -288,16 +335,24 @@ def two_neuron_limit(w_star) -> tuple[np.ndarray, np.ndarray]:
     return 0.5 * np.stack([w, -w]), np.array([0.5, -0.5])
 
 
-def kkt_check(W, a, X, y, alpha: float, tight_tol: float = 1e-3,
-              kink_tol: float | None = None) -> KKTReport:
+def kkt_check(
+    W, a, X, y, alpha: float, tight_tol: float = 1e-3, kink_tol: float | None = None
+) -> KKTReport:
     """KKT-margin check (Lyu & Li 2020, Thm 3.1): delegates to
     :func:`twolayer.theory.margins.kkt_two_layer`, dropping dead zero neurons
     first (``(w_k, a_k) = 0`` contributes nothing and is trivially stationary).
     ``kink_tol`` turns on Clarke's slopes ``[α, 1]`` at exact kinks (see there)."""
     W, a = _wa(W, a)
     keep = (np.linalg.norm(W, axis=1) + np.abs(a)) > 0
-    return kkt_two_layer(W[keep], a[keep], X, y, alpha=_alpha(alpha), tight_tol=tight_tol,
-                         kink_tol=kink_tol)
+    return kkt_two_layer(
+        W[keep],
+        a[keep],
+        X,
+        y,
+        alpha=_alpha(alpha),
+        tight_tol=tight_tol,
+        kink_tol=kink_tol,
+    )
 
 
 def bent_kkt_example(h: float, alpha: float):
@@ -338,11 +393,11 @@ class MarginSearch:
     """Result of :func:`search_max_margin`. ``best`` is a LOWER BOUND on the
     global max normalized margin (a numerical search, not a certificate)."""
 
-    best: float                 # lower bound on max_θ γ(θ) at this width
-    W: np.ndarray               # the best net, scaled to min_i q_i = 1
+    best: float  # lower bound on max_θ γ(θ) at this width
+    W: np.ndarray  # the best net, scaled to min_i q_i = 1
     a: np.ndarray
-    margins: np.ndarray         # γ of every converged start (NaN: failed start)
-    solutions: list = field(default_factory=list, repr=False)   # (W, a) per start
+    margins: np.ndarray  # γ of every converged start (NaN: failed start)
+    solutions: list = field(default_factory=list, repr=False)  # (W, a) per start
 
     @property
     def n_converged(self) -> int:
@@ -357,7 +412,7 @@ def _solve_margin_problem(X, y, alpha: float, W0, a0, maxiter: int):
     m, d = W0.shape
 
     def split(t):
-        return t[:m * d].reshape(m, d), t[m * d:]
+        return t[: m * d].reshape(m, d), t[m * d :]
 
     def cons(t):
         return y * two_layer_output(*split(t), X, alpha) - 1.0
@@ -365,9 +420,14 @@ def _solve_margin_problem(X, y, alpha: float, W0, a0, maxiter: int):
     def cons_jac(t):
         return _margin_gradients(*split(t), X, y, alpha)
 
-    res = minimize(lambda t: 0.5 * t @ t, np.r_[W0.ravel(), a0], jac=lambda t: t,
-                   method="SLSQP", constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
-                   options={"maxiter": maxiter, "ftol": 1e-12})
+    res = minimize(
+        lambda t: 0.5 * t @ t,
+        np.r_[W0.ravel(), a0],
+        jac=lambda t: t,
+        method="SLSQP",
+        constraints=[{"type": "ineq", "fun": cons, "jac": cons_jac}],
+        options={"maxiter": maxiter, "ftol": 1e-12},
+    )
     W, a = split(res.x)
     q = y * two_layer_output(W, a, X, alpha)
     gamma = q.min() / (res.x @ res.x) if q.min() > 0 else np.nan
@@ -379,15 +439,23 @@ def _start(rng, X, y, m: int, kind: str) -> tuple[np.ndarray, np.ndarray]:
     d = X.shape[1]
     if kind == "gaussian":
         t = rng.standard_normal(m * (d + 1))
-        return t[:m * d].reshape(m, d), t[m * d:]
+        return t[: m * d].reshape(m, d), t[m * d :]
     idx = rng.choice(len(X), m, replace=len(X) < m)
     scale = rng.uniform(0.5, 2.0, m)
     W = X[idx] * scale[:, None] + 0.1 * rng.standard_normal((m, d))
     return W, y[idx] * scale
 
 
-def search_max_margin(X, y, alpha: float, width: int, starts: int = 50, seed: int = 0,
-                      maxiter: int = 400, start: str = "gaussian") -> MarginSearch:
+def search_max_margin(
+    X,
+    y,
+    alpha: float,
+    width: int,
+    starts: int = 50,
+    seed: int = 0,
+    maxiter: int = 400,
+    start: str = "gaussian",
+) -> MarginSearch:
     """Numerical search for the global max margin of a width-``width`` leaky net.
 
     From ``starts`` random starts, solves the margin problem
@@ -410,18 +478,23 @@ def search_max_margin(X, y, alpha: float, width: int, starts: int = 50, seed: in
     rng = np.random.default_rng(seed)
     margins, sols = np.full(starts, np.nan), []
     for s in range(starts):
-        W, a, margins[s] = _solve_margin_problem(X, y, alpha, *_start(rng, X, y, int(width), start),
-                                                 maxiter)
+        W, a, margins[s] = _solve_margin_problem(
+            X, y, alpha, *_start(rng, X, y, int(width), start), maxiter
+        )
         sols.append((W, a))
     if not np.isfinite(margins).any():
-        raise RuntimeError(f"no start of the margin search separated the data ({starts} starts)")
+        raise RuntimeError(
+            f"no start of the margin search separated the data ({starts} starts)"
+        )
     k = int(np.nanargmax(margins))
     W, a = sols[k]
     c = 1 / np.sqrt((y * two_layer_output(W, a, X, alpha)).min())
     return MarginSearch(float(margins[k]), W * c, a * c, margins, sols)
 
 
-def polish_kkt(W, a, X, y, alpha: float, maxiter: int = 400) -> tuple[np.ndarray, np.ndarray, float]:
+def polish_kkt(
+    W, a, X, y, alpha: float, maxiter: int = 400
+) -> tuple[np.ndarray, np.ndarray, float]:
     """The KKT point of (P) that SLSQP reaches from the direction ``(W, a)``.
 
     A direction that gradient flow has not yet brought to a KKT point (Thm 3.1
@@ -439,8 +512,9 @@ def polish_kkt(W, a, X, y, alpha: float, maxiter: int = 400) -> tuple[np.ndarray
     return _solve_margin_problem(X, y, alpha, W * c, a * c, maxiter)
 
 
-def solve_kkt(W, a, X, y, alpha: float, tight_tol: float = 1e-2,
-              max_nfev: int = 2000) -> tuple[np.ndarray, np.ndarray]:
+def solve_kkt(
+    W, a, X, y, alpha: float, tight_tol: float = 1e-2, max_nfev: int = 2000
+) -> tuple[np.ndarray, np.ndarray]:
     """A KKT point of (P) near the direction ``(W, a)``, found by solving the KKT
     system itself rather than minimising (Lyu & Li 2020, Thm 3.1's conditions).
 
@@ -457,7 +531,9 @@ def solve_kkt(W, a, X, y, alpha: float, tight_tol: float = 1e-2,
     alpha = _alpha(alpha)
     q = y * two_layer_output(W, a, X, alpha)
     if q.min() <= 0:
-        raise ValueError(f"the start does not separate the data (min margin {q.min():.3g})")
+        raise ValueError(
+            f"the start does not separate the data (min margin {q.min():.3g})"
+        )
     c = 1 / np.sqrt(q.min())
     W, a = W * c, a * c
     T = np.flatnonzero(q / q.min() <= 1 + positive(tight_tol, "tight_tol"))
@@ -467,15 +543,24 @@ def solve_kkt(W, a, X, y, alpha: float, tight_tol: float = 1e-2,
     lam0, _ = nnls(_margin_gradients(W, a, X[T], y[T], alpha).T, theta0)
 
     def residual(z):
-        Wz, az = z[:m * d].reshape(m, d), z[m * d:k]
+        Wz, az = z[: m * d].reshape(m, d), z[m * d : k]
         G = _margin_gradients(Wz, az, X[T], y[T], alpha)
-        return np.r_[z[:k] - G.T @ z[k:], y[T] * two_layer_output(Wz, az, X[T], alpha) - 1]
+        return np.r_[
+            z[:k] - G.T @ z[k:], y[T] * two_layer_output(Wz, az, X[T], alpha) - 1
+        ]
 
     lower = np.r_[np.full(k, -np.inf), np.zeros(len(T))]
-    z = least_squares(residual, np.r_[theta0, lam0], jac=_kkt_jacobian(X[T], y[T], alpha, m, d),
-                      bounds=(lower, np.inf), xtol=1e-15, ftol=1e-15, gtol=1e-15,
-                      max_nfev=int(max_nfev)).x
-    return z[:m * d].reshape(m, d).copy(), z[m * d:k].copy()
+    z = least_squares(
+        residual,
+        np.r_[theta0, lam0],
+        jac=_kkt_jacobian(X[T], y[T], alpha, m, d),
+        bounds=(lower, np.inf),
+        xtol=1e-15,
+        ftol=1e-15,
+        gtol=1e-15,
+        max_nfev=int(max_nfev),
+    ).x
+    return z[: m * d].reshape(m, d).copy(), z[m * d : k].copy()
 
 
 def _kkt_jacobian(X, y, alpha: float, m: int, d: int):
@@ -488,10 +573,10 @@ def _kkt_jacobian(X, y, alpha: float, m: int, d: int):
     w_rows, a_cols = np.arange(m * d).reshape(m, d), (m * d + np.arange(m))[:, None]
 
     def jacobian(z):
-        Wz, az, lam = z[:m * d].reshape(m, d), z[m * d:k], z[k:]
+        Wz, az, lam = z[: m * d].reshape(m, d), z[m * d : k], z[k:]
         G = _margin_gradients(Wz, az, X, y, alpha)
-        slope = np.where(X @ Wz.T > 0, 1.0, alpha)          # (|T|, m)
-        cross = ((lam * y)[:, None] * slope).T @ X          # (m, d): Σ_i λ_i y_i φ'_ij x_i
+        slope = np.where(X @ Wz.T > 0, 1.0, alpha)  # (|T|, m)
+        cross = ((lam * y)[:, None] * slope).T @ X  # (m, d): Σ_i λ_i y_i φ'_ij x_i
         J = np.zeros((k + len(X), k + len(X)))
         J[np.arange(k), np.arange(k)] = 1.0
         J[w_rows, a_cols] = -cross
@@ -512,11 +597,16 @@ def boundary_nonlinearity(W, a, alpha: float, angles: int = 3600) -> float:
     consecutive ones. Resolution ``1/angles``; a line gives at most that."""
     W, a = _wa(W, a)
     if W.shape[1] != 2:
-        raise ValueError(f"boundary_nonlinearity needs 2-D nets, got dimension {W.shape[1]}")
+        raise ValueError(
+            f"boundary_nonlinearity needs 2-D nets, got dimension {W.shape[1]}"
+        )
     n = 2 * max(int(angles) // 2, 2)
     th = 2 * np.pi * (np.arange(n) + 0.5) / n
-    pos = two_layer_output(W, a, np.stack([np.cos(th), np.sin(th)], 1), _alpha(alpha)) > 0
-    window = np.convolve(np.r_[pos, pos], np.ones(n // 2, dtype=int), "valid")[:n]  # positives per half
+    pos = (
+        two_layer_output(W, a, np.stack([np.cos(th), np.sin(th)], 1), _alpha(alpha)) > 0
+    )
+    # positives per half
+    window = np.convolve(np.r_[pos, pos], np.ones(n // 2, dtype=int), "valid")[:n]
     # disagreement with the half-circle = positives outside it + non-positives inside it
     return float(np.min(pos.sum() - window + (n // 2 - window)) / n)
 
@@ -533,7 +623,9 @@ def axis_masses(W, a, u) -> tuple[float, float]:
     u = as_vector(u, "u", W.shape[1])
     side = W @ u
     mass = np.abs(a) * np.linalg.norm(W, axis=1)
-    return float(mass[(side > 0) & (a > 0)].sum()), float(mass[(side < 0) & (a < 0)].sum())
+    return float(mass[(side > 0) & (a > 0)].sum()), float(
+        mass[(side < 0) & (a < 0)].sum()
+    )
 
 
 def unit_direction(W, a) -> tuple[np.ndarray, np.ndarray]:
@@ -570,7 +662,9 @@ def first_passage_time(times, sizes, level: float) -> float:
     t = np.asarray(times, float)
     s = np.asarray(sizes, float)
     if t.shape != s.shape or t.ndim != 1 or len(t) < 2:
-        raise ValueError(f"times and sizes must be 1-D of one length >= 2, got {t.shape}, {s.shape}")
+        raise ValueError(
+            f"times and sizes must be 1-D of one length >= 2, got {t.shape}, {s.shape}"
+        )
     level = positive(level, "level")
     above = np.flatnonzero(s >= level)
     if not len(above) or above[0] == 0:
@@ -580,8 +674,9 @@ def first_passage_time(times, sizes, level: float) -> float:
     return float(t[j - 1] + (np.log(level) - l0) / (l1 - l0) * (t[j] - t[j - 1]))
 
 
-def phase1_decomposition_at(times, Ws, As, W_bar, a_bar, mu_vec, T: float, r: float,
-                            rate: float) -> Phase1Decomposition:
+def phase1_decomposition_at(
+    times, Ws, As, W_bar, a_bar, mu_vec, T: float, r: float, rate: float
+) -> Phase1Decomposition:
     """Lemma 5.2's decomposition at the snapshot nearest to ``T = T1(r)``, with
     ``r`` moved to that snapshot's time along the growth ``e^{rate t}`` (so that
     a run sampled on a grid is decomposed at its own ``T1``)."""
@@ -637,10 +732,13 @@ def axis_tilt(W, u) -> float:
 __all__ += ["axis_tilt"]
 
 
-def phase1_argmax(X, y, alpha: float, w0, restarts: int = 8, seed: int = 0) -> np.ndarray:
+def phase1_argmax(
+    X, y, alpha: float, w0, restarts: int = 8, seed: int = 0
+) -> np.ndarray:
     """The unit vector maximising ``G(w) = (1/2n) Σ_i y_i φ(w·x_i)`` near ``w0`` (any
     dimension): where phase I (Lemma 5.2) sends the neurons of the hinted set
-    (Thm 6.2). Nelder–Mead on ``w/‖w‖`` from ``w0`` and ``restarts`` perturbed starts."""
+    (Thm 6.2). Nelder–Mead on ``w/‖w‖`` from ``w0`` and ``restarts`` perturbed
+    starts."""
     X, y = as_xy(X, y)
     w0 = as_vector(w0, "w0", X.shape[1])
     alpha = _alpha(alpha)
@@ -650,11 +748,15 @@ def phase1_argmax(X, y, alpha: float, w0, restarts: int = 8, seed: int = 0) -> n
         w = w / np.linalg.norm(w)
         return -float(leaky_relu(X @ w, alpha) @ y) / (2 * len(y))
 
-    starts = [w0] + [w0 + 0.05 * np.linalg.norm(w0) * rng.standard_normal(len(w0))
-                     for _ in range(restarts)]
+    starts = [w0] + [
+        w0 + 0.05 * np.linalg.norm(w0) * rng.standard_normal(len(w0))
+        for _ in range(restarts)
+    ]
     opts = dict(xatol=1e-12, fatol=1e-15, maxiter=20000)
-    best = min((minimize(minus_G, s, method="Nelder-Mead", options=opts) for s in starts),
-               key=lambda r: r.fun)
+    best = min(
+        (minimize(minus_G, s, method="Nelder-Mead", options=opts) for s in starts),
+        key=lambda r: r.fun,
+    )
     return best.x / np.linalg.norm(best.x)
 
 

@@ -1,5 +1,6 @@
 """Phuong & Lampert (ICLR 2021): the inductive bias of ReLU networks on
 orthogonally separable data. Definitions and checks of §2-4 and App. A-C."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,7 +42,9 @@ def max_margin_directions(X, y) -> tuple[np.ndarray, np.ndarray]:
         try:
             out.append(svm(part, np.ones(len(part))).w)
         except NotSeparableError as exc:
-            raise NotSeparableError(f"the {name} examples admit no w with w·x_i >= 1: {exc}") from exc
+            raise NotSeparableError(
+                f"the {name} examples admit no w with w·x_i >= 1: {exc}"
+            ) from exc
     return out[0], out[1]
 
 
@@ -64,7 +67,9 @@ def support_examples(X, y, tol: float = 1e-6) -> SupportInfo:
         idx = np.flatnonzero(y == sign)
         sol = svm(_class(X, y, sign, name), np.ones(len(idx)), tol=tol)
         sup = idx[sol.support]
-        info.append((sup, np.linalg.matrix_rank(X[sup]) == X.shape[1] if len(sup) else False))
+        info.append(
+            (sup, np.linalg.matrix_rank(X[sup]) == X.shape[1] if len(sup) else False)
+        )
     return SupportInfo(info[0][0], info[1][0], bool(info[0][1]), bool(info[1][1]))
 
 
@@ -97,8 +102,15 @@ def G_function(w, X, y) -> float:
     return float(0.5 * y @ np.maximum(X @ (w / nw), 0.0))
 
 
-def G_ascent(X, y, starts: int = 200, sign: int = 1, steps: int = 400, lr: float = 0.5,
-             seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def G_ascent(
+    X,
+    y,
+    starts: int = 200,
+    sign: int = 1,
+    steps: int = 400,
+    lr: float = 0.5,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
     """Projected (sub)gradient ascent of ``sign·G`` on the unit sphere from
     ``starts`` uniformly random points, all at once (Lemma 2's multi-start check).
 
@@ -112,7 +124,9 @@ def G_ascent(X, y, starts: int = 200, sign: int = 1, steps: int = 400, lr: float
     if sign not in (1, -1):
         raise ValueError(f"sign must be 1 (maximise G) or -1 (minimise), got {sign!r}")
     if int(starts) != starts or starts < 1 or int(steps) != steps or steps < 1:
-        raise ValueError(f"starts and steps must be positive integers, got {starts!r}, {steps!r}")
+        raise ValueError(
+            f"starts and steps must be positive integers, got {starts!r}, {steps!r}"
+        )
     rng = np.random.default_rng(seed)
     W0 = rng.standard_normal((int(starts), X.shape[1]))
     W0 /= np.linalg.norm(W0, axis=1, keepdims=True)
@@ -123,7 +137,9 @@ def G_ascent(X, y, starts: int = 200, sign: int = 1, steps: int = 400, lr: float
         t_norm = np.linalg.norm(tangent, axis=1, keepdims=True)
         g_norm = np.maximum(np.linalg.norm(grad, axis=1, keepdims=True), 1e-300)
         # a geodesic step of angle lr/√k, never past the gradient's own direction
-        angle = np.minimum(lr / np.sqrt(k), np.arcsin(np.clip(t_norm / g_norm, 0.0, 1.0)))
+        angle = np.minimum(
+            lr / np.sqrt(k), np.arcsin(np.clip(t_norm / g_norm, 0.0, 1.0))
+        )
         W = np.cos(angle) * W + np.sin(angle) * tangent / np.maximum(t_norm, 1e-300)
         W /= np.linalg.norm(W, axis=1, keepdims=True)
     return W0, W
@@ -175,7 +191,7 @@ def balancedness(W, a, a0) -> tuple[int, float]:
     a = as_vector(a, "a", W.shape[0])
     a0 = as_vector(a0, "a0", W.shape[0])
     flips = int(np.sum(np.sign(a) != np.sign(a0)))
-    return flips, float(np.max(np.abs(a ** 2 - (W ** 2).sum(axis=1))))
+    return flips, float(np.max(np.abs(a**2 - (W**2).sum(axis=1))))
 
 
 @dataclass(frozen=True)
@@ -185,9 +201,9 @@ class LemmaC1:
     W: np.ndarray
     a: np.ndarray
     lambdas: np.ndarray
-    min_margin: float          # feasibility: min_i y_i f(x_i) (should be 1)
-    slackness: float           # max_i λ_i |y_i f(x_i) − 1|
-    stationarity: float        # ‖θ − Σ λ_i ∇q_i‖ / ‖θ‖
+    min_margin: float  # feasibility: min_i y_i f(x_i) (should be 1)
+    slackness: float  # max_i λ_i |y_i f(x_i) − 1|
+    stationarity: float  # ‖θ − Σ λ_i ∇q_i‖ / ‖θ‖
 
 
 def lemma_c1_check(X, y, u, z) -> LemmaC1:
@@ -200,16 +216,21 @@ def lemma_c1_check(X, y, u, z) -> LemmaC1:
     X, y = as_xy(X, y)
     u, z = np.asarray(u, float), np.asarray(z, float)
     if u.shape != z.shape or u.ndim != 1:
-        raise ValueError(f"u and z must be vectors of equal length, got {u.shape} and {z.shape}")
+        raise ValueError(
+            f"u and z must be vectors of equal length, got {u.shape} and {z.shape}"
+        )
     if np.any(u < 0) or np.any(z < 0) or np.any((u > 0) & (z > 0)):
         raise ValueError("u and z must be non-negative with u_j z_j = 0")
     if np.linalg.norm(u) == 0 or np.linalg.norm(z) == 0:
         raise ValueError("u and z must both be non-zero")
-    sols = [svm(_class(X, y, s, n), np.ones(int((y == s).sum()))) for s, n in ((1, "positive"), (-1, "negative"))]
+    sols = [
+        svm(_class(X, y, s, n), np.ones(int((y == s).sum())))
+        for s, n in ((1, "positive"), (-1, "negative"))
+    ]
     wp, wm = sols[0].w, sols[1].w
     npn, nmn = np.linalg.norm(wp), np.linalg.norm(wm)
-    u = u / np.linalg.norm(u) * npn ** -0.5
-    z = z / np.linalg.norm(z) * nmn ** -0.5
+    u = u / np.linalg.norm(u) * npn**-0.5
+    z = z / np.linalg.norm(z) * nmn**-0.5
     W = np.outer(u, wp) + np.outer(z, wm)
     a = u * npn - z * nmn
     lam = np.zeros(len(y))
@@ -256,8 +277,10 @@ def support_ranks(X, y, tol: float = 1e-6) -> tuple[int, int]:
     Theorem 1 assumes each equals ``d`` (the support examples span R^d)."""
     X, y = as_xy(X, y)
     info = support_examples(X, y, tol=tol)
-    return (int(np.linalg.matrix_rank(X[info.positive])) if len(info.positive) else 0,
-            int(np.linalg.matrix_rank(X[info.negative])) if len(info.negative) else 0)
+    return (
+        int(np.linalg.matrix_rank(X[info.positive])) if len(info.positive) else 0,
+        int(np.linalg.matrix_rank(X[info.negative])) if len(info.negative) else 0,
+    )
 
 
 def fraction_aligned(W, a, w_plus, w_minus, level: float = 0.9) -> float:
@@ -271,7 +294,9 @@ def fraction_aligned_closest(W, w_plus, w_minus, level: float = 0.9) -> float:
     """Fig. 2g's statistic: the fraction of rows of ``W`` whose cosine with the
     closer of ``w±`` exceeds ``level`` (no output sign to choose one)."""
     W = as_matrix(W, "W")
-    return float(np.mean(np.maximum(row_cosines(W, w_plus), row_cosines(W, w_minus)) > level))
+    return float(
+        np.mean(np.maximum(row_cosines(W, w_plus), row_cosines(W, w_minus)) > level)
+    )
 
 
 def _angle(W, ref) -> np.ndarray:
@@ -334,7 +359,9 @@ def fit_two_directions(W, a, w_plus, w_minus) -> TwoDirectionFit:
     use_u = ru <= rz
     u, z = np.where(use_u, cu, 0.0), np.where(use_u, 0.0, cz)
     W_res = float(np.linalg.norm(Wn - np.outer(u, wp) - np.outer(z, wm)))
-    a_res = float(np.linalg.norm(a / na - (u * np.linalg.norm(wp) - z * np.linalg.norm(wm))))
+    a_res = float(
+        np.linalg.norm(a / na - (u * np.linalg.norm(wp) - z * np.linalg.norm(wm)))
+    )
     return TwoDirectionFit(u, z, W_res, a_res)
 
 
@@ -345,7 +372,9 @@ def balanced_net_at(W, a, x_plus, x_minus) -> tuple[np.ndarray, np.ndarray]:
     W = as_matrix(W, "W")
     a = as_vector(a, "a", W.shape[0])
     norms = np.linalg.norm(W, axis=1)
-    dirs = np.where((a > 0)[:, None], np.asarray(x_plus, float), np.asarray(x_minus, float))
+    dirs = np.where(
+        (a > 0)[:, None], np.asarray(x_plus, float), np.asarray(x_minus, float)
+    )
     dirs = dirs / np.linalg.norm(dirs, axis=1, keepdims=True)
     return norms[:, None] * dirs, np.sign(a) * norms
 
@@ -395,7 +424,9 @@ def settling_time(times, values, level: float) -> float:
     t = np.asarray(times, float)
     v = np.asarray(values, float)
     if t.shape != v.shape or t.ndim != 1 or np.any(t <= 0) or np.any(np.diff(t) <= 0):
-        raise ValueError("times must be positive and increasing, values of the same length")
+        raise ValueError(
+            "times must be positive and increasing, values of the same length"
+        )
     below = np.flatnonzero(v < level)
     if len(below) == 0:
         return float(t[0])
@@ -407,8 +438,13 @@ def settling_time(times, values, level: float) -> float:
     return float(10 ** (lt0 + frac * (lt1 - lt0)))
 
 
-def two_cluster_data(n: int = 500, d: int = 20, angle_deg: float = 120.0, noise: float = 0.15,
-                     seed: int = 0):
+def two_cluster_data(
+    n: int = 500,
+    d: int = 20,
+    angle_deg: float = 120.0,
+    noise: float = 0.15,
+    seed: int = 0,
+):
     """Linearly but not orthogonally separable data (Lemma 2's rival): positives
     in two clusters around unit directions ``angle_deg`` apart, negatives around
     the opposite of their mean; Gaussian noise of std ``noise`` per coordinate.
@@ -419,15 +455,21 @@ def two_cluster_data(n: int = 500, d: int = 20, angle_deg: float = 120.0, noise:
         raise ValueError(f"n >= 3 and d >= 2 must be integers, got {n!r}, {d!r}")
     rng = np.random.default_rng(seed)
     half = np.deg2rad(angle_deg) / 2
-    c1 = np.zeros(d); c1[0], c1[1] = np.cos(half), np.sin(half)
-    c2 = np.zeros(d); c2[0], c2[1] = np.cos(half), -np.sin(half)
+    c1 = np.zeros(d)
+    c1[0], c1[1] = np.cos(half), np.sin(half)
+    c2 = np.zeros(d)
+    c2[0], c2[1] = np.cos(half), -np.sin(half)
     cn = -(c1 + c2) / np.linalg.norm(c1 + c2)
     k = rng.integers(0, 3, size=int(n))
     centres = np.stack([c1, c2, cn])[k]
     X = centres + noise * rng.standard_normal((int(n), d))
     y = np.where(k < 2, 1.0, -1.0)
-    return Dataset(X, y, f"two positive clusters {angle_deg:g}° apart",
-                   f"twolayer.theory.phuong2021.two_cluster_data(n={n}, d={d}, seed={seed})")
+    return Dataset(
+        X,
+        y,
+        f"two positive clusters {angle_deg:g}° apart",
+        f"twolayer.theory.phuong2021.two_cluster_data(n={n}, d={d}, seed={seed})",
+    )
 
 
 # -- App. D: representations of a trained network -------------------------------------
@@ -446,10 +488,17 @@ def cosine_quantiles(R, y, q=(0.05, 0.5, 0.95)) -> dict[str, np.ndarray]:
     U = _unit_rows(R)
     y = as_vector(y, "y", U.shape[0])
     cross = (U[y > 0] @ U[y < 0].T).ravel()
-    same = np.concatenate([(lambda C: C[np.triu_indices(len(C), 1)])(U[y == s] @ U[y == s].T)
-                           for s in (1, -1)])
-    return dict(cross=np.quantile(cross, q), same=np.quantile(same, q),
-                cross_max=float(cross.max()))
+    same = np.concatenate(
+        [
+            (lambda C: C[np.triu_indices(len(C), 1)])(U[y == s] @ U[y == s].T)
+            for s in (1, -1)
+        ]
+    )
+    return dict(
+        cross=np.quantile(cross, q),
+        same=np.quantile(same, q),
+        cross_max=float(cross.max()),
+    )
 
 
 def unit_counts(R, y) -> dict[str, int]:
@@ -459,8 +508,11 @@ def unit_counts(R, y) -> dict[str, int]:
     active = as_matrix(R, "R") > 0
     y = as_vector(y, "y", active.shape[0])
     pos, neg = active[y > 0].any(0), active[y < 0].any(0)
-    return dict(dead=int((~pos & ~neg).sum()), specific=int((pos ^ neg).sum()),
-                shared=int((pos & neg).sum()))
+    return dict(
+        dead=int((~pos & ~neg).sum()),
+        specific=int((pos ^ neg).sum()),
+        shared=int((pos & neg).sum()),
+    )
 
 
 def pattern_change(R_a, R_b) -> float:
@@ -468,5 +520,7 @@ def pattern_change(R_a, R_b) -> float:
     two representations of the same examples (0: the activation pattern is frozen)."""
     A, B = as_matrix(R_a, "R_a") > 0, as_matrix(R_b, "R_b") > 0
     if A.shape != B.shape:
-        raise ValueError(f"R_a and R_b must have the same shape, got {A.shape} and {B.shape}")
+        raise ValueError(
+            f"R_a and R_b must have the same shape, got {A.shape} and {B.shape}"
+        )
     return float(np.mean(A != B))
