@@ -1,4 +1,5 @@
 """Tests of twolayer.theory.lyu2021 (Lyu, Li, Wang & Arora, NeurIPS 2021)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,7 +18,9 @@ from twolayer.theory.margins import NotSeparableError
 
 @pytest.fixture(scope="module")
 def sym():
-    return symmetric_augment(uniform_disk_linear(8, margin=0.1, w_star=np.array([1.0, 0.6]), seed=1))
+    return symmetric_augment(
+        uniform_disk_linear(8, margin=0.1, w_star=np.array([1.0, 0.6]), seed=1)
+    )
 
 
 def test_symmetric_augment_is_reexported_not_copied():
@@ -53,13 +56,19 @@ def test_hinted_dataset(sym):
     X2, y2 = L.hinted_dataset(sym.X, sym.y, H=5.0, K=3.0, eps=0.01, w_perp=wp)
     assert X2.shape == (sym.n + 3, 2) and np.all(y2[-3:] == 1)
     assert np.allclose(X2[-3], 5 * ws) and np.allclose(X2[-2] + X2[-1], 0.02 * ws)
-    assert np.allclose(X2[:sym.n], sym.X)
+    assert np.allclose(X2[: sym.n], sym.X)
 
 
-@pytest.mark.parametrize("kw, match", [
-    (dict(H=-1.0), "H must be > 0"), (dict(K=0.0), "K must be > 0"), (dict(eps=-0.1), "eps must be > 0"),
-    (dict(w_perp=np.array([2.0, 0.0])), "unit vector"), (dict(w_perp=np.array([1.0])), "w_perp must have length"),
-])
+@pytest.mark.parametrize(
+    "kw, match",
+    [
+        (dict(H=-1.0), "H must be > 0"),
+        (dict(K=0.0), "K must be > 0"),
+        (dict(eps=-0.1), "eps must be > 0"),
+        (dict(w_perp=np.array([2.0, 0.0])), "unit vector"),
+        (dict(w_perp=np.array([1.0])), "w_perp must have length"),
+    ],
+)
 def test_hinted_dataset_bad_input(sym, kw, match):
     ws = L.max_margin_separator(sym.X, sym.y)
     args = dict(H=5.0, K=3.0, eps=0.01, w_perp=np.array([-ws[1], ws[0]]))
@@ -97,7 +106,9 @@ def test_phase1_bad_input():
     with pytest.raises(ValueError, match="a must have length 2"):
         L.m_norm(np.ones((2, 2)), np.ones(3))
     with pytest.raises(ValueError, match="mu_vec must be non-zero"):
-        L.phase1_decomposition(np.ones((2, 2)), np.ones(2), np.ones((2, 2)), np.ones(2), np.zeros(2), 0.1)
+        L.phase1_decomposition(
+            np.ones((2, 2)), np.ones(2), np.ones((2, 2)), np.ones(2), np.zeros(2), 0.1
+        )
 
 
 def _two_neuron(data):
@@ -109,20 +120,32 @@ finite = st.floats(-3, 3, allow_nan=False, allow_infinity=False)
 
 
 @settings(max_examples=60, deadline=None)
-@given(W_hat=arrays(np.float64, (2, 3), elements=finite), a_hat=arrays(np.float64, 2, elements=finite),
-       b=arrays(np.float64, st.integers(2, 7), elements=st.floats(0.05, 3) | st.floats(-3, -0.05)),
-       X=arrays(np.float64, (6, 3), elements=finite), alpha=st.floats(0, 0.99))
+@given(
+    W_hat=arrays(np.float64, (2, 3), elements=finite),
+    a_hat=arrays(np.float64, 2, elements=finite),
+    b=arrays(
+        np.float64,
+        st.integers(2, 7),
+        elements=st.floats(0.05, 3) | st.floats(-3, -0.05),
+    ),
+    X=arrays(np.float64, (6, 3), elements=finite),
+    alpha=st.floats(0, 0.99),
+)
 def test_embedding_preserves_the_function(W_hat, a_hat, b, X, alpha):
     """§5.2: f_{π_b(θ̂)} = f_θ̂ for every good embedding vector b."""
     b[0], b[-1] = abs(b[0]), -abs(b[-1])
     W_hat, a_hat = _two_neuron((W_hat, a_hat))
     W, a = L.embed(W_hat, a_hat, b)
     assert W.shape == (len(b), 3)
-    assert np.allclose(two_layer_output(W, a, X, alpha), two_layer_output(W_hat, a_hat, X, alpha), atol=1e-10)
+    assert np.allclose(
+        two_layer_output(W, a, X, alpha),
+        two_layer_output(W_hat, a_hat, X, alpha),
+        atol=1e-10,
+    )
     W2, a2 = L.unembed(W, a, b)
     assert np.allclose(W2, W_hat) and np.allclose(a2, a_hat)
     # the embedding is norm preserving
-    assert np.isclose((W ** 2).sum() + (a ** 2).sum(), (W_hat ** 2).sum() + (a_hat ** 2).sum())
+    assert np.isclose((W**2).sum() + (a**2).sum(), (W_hat**2).sum() + (a_hat**2).sum())
 
 
 def test_embedding_bad_input():
@@ -142,6 +165,7 @@ def test_embedding_bad_input():
 def test_gradient_flow_commutes_with_embedding(sym):
     """Lemma 5.3 on a GD run (GD commutes with π_b exactly, step by step)."""
     from twolayer.flows import train
+
     rng = np.random.default_rng(3)
     W_hat = rng.standard_normal((2, 2)) * 0.1
     a_hat = np.array([0.2, -0.15])
@@ -163,7 +187,7 @@ def test_margins_limits_and_theorem_4_2(sym):
     alpha = 0.5
     ws = L.max_margin_separator(sym.X, sym.y)
     W, a = L.two_neuron_limit(ws)
-    assert np.isclose((W ** 2).sum() + (a ** 2).sum(), 1.0)
+    assert np.isclose((W**2).sum() + (a**2).sum(), 1.0)
     f = two_layer_output(W, a, sym.X, alpha)
     assert np.allclose(f, L.symmetric_limit_function(sym.X, ws, alpha))
     g = L.normalized_margin(W, a, sym.X, sym.y, alpha)
@@ -171,7 +195,10 @@ def test_margins_limits_and_theorem_4_2(sym):
     assert L.kkt_check(W, a, sym.X, sym.y, alpha).stationarity < 1e-8
     # one-neuron hinted limit ½φ(<w*, x>) has unit norm: w = w*/√2, a = 1/√2
     W1, a1 = ws[None, :] / np.sqrt(2), np.array([1 / np.sqrt(2)])
-    assert np.allclose(two_layer_output(W1, a1, sym.X, alpha), L.hinted_limit_function(sym.X, ws, alpha))
+    assert np.allclose(
+        two_layer_output(W1, a1, sym.X, alpha),
+        L.hinted_limit_function(sym.X, ws, alpha),
+    )
 
 
 def test_global_max_margin_needs_symmetric_data():
@@ -183,8 +210,10 @@ def test_global_max_margin_needs_symmetric_data():
 def test_search_max_margin_finds_theorem_4_2_value(sym):
     res = L.search_max_margin(sym.X, sym.y, 0.5, width=3, starts=10, seed=0)
     g_star = L.global_max_margin_symmetric(sym.X, sym.y, 0.5)
-    assert res.best <= g_star * (1 + 1e-6)     # Thm 4.2: nothing beats the linear direction
-    assert res.best >= g_star * (1 - 1e-4)     # and the search finds it
+    assert res.best <= g_star * (
+        1 + 1e-6
+    )  # Thm 4.2: nothing beats the linear direction
+    assert res.best >= g_star * (1 - 1e-4)  # and the search finds it
     assert np.isclose((sym.y * two_layer_output(res.W, res.a, sym.X, 0.5)).min(), 1.0)
     with pytest.raises(ValueError, match="width"):
         L.search_max_margin(sym.X, sym.y, 0.5, width=0)
@@ -200,9 +229,14 @@ def test_limit_error_is_relative_sup_distance_of_the_direction():
     a = np.array([5.0, -5.0])
     err = L.limit_error(W, a, X, target, 0.5)
     Wn, an = L.unit_direction(W, a)
-    expected = np.abs(models.two_layer_output(Wn, an, X, 0.5) - target).max() / np.abs(target).max()
+    expected = (
+        np.abs(models.two_layer_output(Wn, an, X, 0.5) - target).max()
+        / np.abs(target).max()
+    )
     assert err == pytest.approx(expected) and err < 0.5
-    assert L.limit_error(2 * W, 2 * a, X, target, 0.5) == pytest.approx(err)  # direction only
+    assert L.limit_error(2 * W, 2 * a, X, target, 0.5) == pytest.approx(
+        err
+    )  # direction only
     with pytest.raises(ValueError, match="0 on every"):
         L.limit_error(W, a, X, np.zeros(3), 0.5)
 
@@ -211,7 +245,12 @@ def test_from_weights_builds_the_network_it_is_given():
     W, a = np.array([[1.0, -2.0], [0.5, 0.5], [0.0, 1.0]]), np.array([1.0, -1.0, 2.0])
     net = models.TwoLayerNet.from_weights(W, a, alpha=0.3)
     W2, a2 = net.weights()
-    assert np.array_equal(W2, W) and np.array_equal(a2, a) and net.alpha == 0.3 and net.trains_second_layer
+    assert (
+        np.array_equal(W2, W)
+        and np.array_equal(a2, a)
+        and net.alpha == 0.3
+        and net.trains_second_layer
+    )
     X = np.array([[1.0, 1.0], [-1.0, 2.0]])
     assert np.allclose(net.predict(X), models.two_layer_output(W, a, X, 0.3))
     with pytest.raises(ValueError, match="W must be"):
@@ -219,7 +258,9 @@ def test_from_weights_builds_the_network_it_is_given():
 
 
 def test_search_from_point_starts_and_polish_reach_kkt_points(sym):
-    res = L.search_max_margin(sym.X, sym.y, 0.5, width=2, starts=5, seed=0, start="points")
+    res = L.search_max_margin(
+        sym.X, sym.y, 0.5, width=2, starts=5, seed=0, start="points"
+    )
     assert res.n_converged >= 1
     W, a, gamma = L.polish_kkt(res.W, res.a, sym.X, sym.y, 0.5)
     assert gamma == pytest.approx(res.best, rel=1e-6)
@@ -234,7 +275,9 @@ def test_boundary_nonlinearity_separates_a_line_from_a_wedge():
     line = L.boundary_nonlinearity(np.array([[1.0, 0.0]]), np.array([1.0]), 0.5)
     # f = relu-ish "V": positive only where both x1 > |x2| — a wedge, not a half-plane
     wedge = L.boundary_nonlinearity(
-        np.array([[1.0, 1.0], [1.0, -1.0], [1.0, 0.0]]), np.array([-1.0, -1.0, 1.5]), 0.0
+        np.array([[1.0, 1.0], [1.0, -1.0], [1.0, 0.0]]),
+        np.array([-1.0, -1.0, 1.5]),
+        0.0,
     )
     assert line <= 1 / 3600
     assert wedge >= 0.1
@@ -257,13 +300,17 @@ def test_phase2_start_embeds_to_the_phase1_direction():
 
 def test_axis_masses_are_the_two_halves_of_an_axis_net():
     W = np.array([[2.0, 0.0], [-1.0, 0.0], [3.0, 0.0], [0.0, 1.0]])
-    a = np.array([2.0, -1.0, -3.0, 1.0])  # neuron 3: wrong sign for its side, neuron 4 off-axis
+    a = np.array(
+        [2.0, -1.0, -3.0, 1.0]
+    )  # neuron 3: wrong sign for its side, neuron 4 off-axis
     c_plus, c_minus = L.axis_masses(W, a, [1.0, 0.0])
     assert (c_plus, c_minus) == (4.0, 1.0)
     Wb, ab = W[:2], a[:2]  # balanced, on the axis: f = c+ phi(x1) - c- phi(-x1)
     X = np.array([[0.7, 0.3], [-0.4, 2.0]])
     f = models.two_layer_output(Wb, ab, X, 0.5)
-    expected = 4.0 * models.leaky_relu(X[:, 0], 0.5) - 1.0 * models.leaky_relu(-X[:, 0], 0.5)
+    expected = 4.0 * models.leaky_relu(X[:, 0], 0.5) - 1.0 * models.leaky_relu(
+        -X[:, 0], 0.5
+    )
     np.testing.assert_allclose(f, expected)
     assert (Wb**2).sum() + (ab**2).sum() == 2 * (c_plus + c_minus)
     with pytest.raises(ValueError, match="u"):
@@ -274,12 +321,16 @@ def test_solve_kkt_returns_to_a_kkt_point_from_a_perturbed_one(sym):
     w_star = L.max_margin_separator(sym.X, sym.y)
     W, a = L.two_neuron_limit(w_star)  # the global max-margin direction (Thm 4.2)
     rng = np.random.default_rng(0)
-    W_start, a_start = W + 1e-3 * rng.standard_normal(W.shape), a + 1e-3 * rng.standard_normal(2)
+    W_start, a_start = (
+        W + 1e-3 * rng.standard_normal(W.shape),
+        a + 1e-3 * rng.standard_normal(2),
+    )
     assert L.kkt_check(W_start, a_start, sym.X, sym.y, 0.5).stationarity > 1e-4
     W_kkt, a_kkt = L.solve_kkt(W_start, a_start, sym.X, sym.y, 0.5)
     assert L.kkt_check(W_kkt, a_kkt, sym.X, sym.y, 0.5).stationarity < 1e-8
-    ratio = L.normalized_margin(W_kkt, a_kkt, sym.X, sym.y, 0.5) / L.global_max_margin_symmetric(
-        sym.X, sym.y, 0.5)
+    ratio = L.normalized_margin(
+        W_kkt, a_kkt, sym.X, sym.y, 0.5
+    ) / L.global_max_margin_symmetric(sym.X, sym.y, 0.5)
     assert ratio == pytest.approx(1.0, abs=1e-6)
     with pytest.raises(ValueError, match="tight_tol"):
         L.solve_kkt(W, a, sym.X, sym.y, 0.5, tight_tol=0)
@@ -293,15 +344,21 @@ def test_the_kkt_systems_jacobian_is_the_derivative_of_its_residual():
     k = m * (d + 1)
 
     def residual(z):
-        W, a = z[:m * d].reshape(m, d), z[m * d:k]
+        W, a = z[: m * d].reshape(m, d), z[m * d : k]
         G = L._margin_gradients(W, a, X, y, alpha)
         return np.r_[z[:k] - G.T @ z[k:], y * two_layer_output(W, a, X, alpha) - 1]
 
     z = np.r_[rng.standard_normal(k), rng.random(n)]
     eps = 1e-6
-    numeric = np.array([(residual(z + eps * e) - residual(z - eps * e)) / (2 * eps)
-                        for e in np.eye(len(z))]).T
-    np.testing.assert_allclose(L._kkt_jacobian(X, y, alpha, m, d)(z), numeric, atol=1e-8)
+    numeric = np.array(
+        [
+            (residual(z + eps * e) - residual(z - eps * e)) / (2 * eps)
+            for e in np.eye(len(z))
+        ]
+    ).T
+    np.testing.assert_allclose(
+        L._kkt_jacobian(X, y, alpha, m, d)(z), numeric, atol=1e-8
+    )
 
 
 def test_bent_kkt_example_is_a_clarke_kkt_point_with_a_bent_suboptimal_boundary():
@@ -310,12 +367,14 @@ def test_bent_kkt_example_is_a_clarke_kkt_point_with_a_bent_suboptimal_boundary(
     np.testing.assert_allclose(y * two_layer_output(W, a, X, 0.5), 1.0, atol=1e-12)
     clarke = L.kkt_check(W, a, X, y, 0.5, kink_tol=1e-9)
     assert clarke.stationarity < 1e-6
-    assert len(clarke.kinks) == 4                        # 2 points on each positive neuron's kink
+    assert len(clarke.kinks) == 4  # 2 points on each positive neuron's kink
     assert np.all((clarke.kinks[:, 2] >= 0.5) & (clarke.kinks[:, 2] <= 1.0))
-    assert L.kkt_check(W, a, X, y, 0.5).stationarity > 0.1   # φ'(0) := α is not enough
-    ratio = L.normalized_margin(W, a, X, y, 0.5) / L.global_max_margin_symmetric(X, y, 0.5)
-    assert ratio == pytest.approx(0.96, abs=1e-6)        # 1 / (4(λ_P + λ_N)) over (1+α)/4
-    bend = np.arctan(0.5 / (2.4 * 3.5)) / np.pi           # the two wedges, fraction of the disk
+    assert L.kkt_check(W, a, X, y, 0.5).stationarity > 0.1  # φ'(0) := α is not enough
+    ratio = L.normalized_margin(W, a, X, y, 0.5) / L.global_max_margin_symmetric(
+        X, y, 0.5
+    )
+    assert ratio == pytest.approx(0.96, abs=1e-6)  # 1 / (4(λ_P + λ_N)) over (1+α)/4
+    bend = np.arctan(0.5 / (2.4 * 3.5)) / np.pi  # the two wedges, fraction of the disk
     assert L.boundary_nonlinearity(W, a, 0.5) == pytest.approx(bend, abs=1e-3)
     # below h ≈ 2.1 the kink slopes would have to leave [α, 1]: not a KKT point
     X2, y2, W2, a2 = L.bent_kkt_example(2.0, 0.5)
@@ -334,7 +393,9 @@ def test_clarke_kkt_check_agrees_with_the_plain_one_off_the_kinks(sym):
 
 def test_first_passage_time_is_exact_for_exponential_growth():
     t = np.linspace(0, 10, 11)
-    assert L.first_passage_time(t, 1e-3 * np.exp(0.7 * t), 0.1) == pytest.approx(np.log(100) / 0.7)
+    assert L.first_passage_time(t, 1e-3 * np.exp(0.7 * t), 0.1) == pytest.approx(
+        np.log(100) / 0.7
+    )
     with pytest.raises(ValueError, match="reach"):
         L.first_passage_time(t, np.ones(11), 2.0)
 
@@ -343,17 +404,26 @@ def test_phase1_decomposition_at_moves_r_to_the_snapshot():
     mu_vec = np.array([0.6, 0.8])
     W_bar, a_bar = np.array([[0.3, 0.1], [-0.2, 0.4]]), np.array([0.5, -0.25])
     b = L.embedding_vector(W_bar, a_bar, mu_vec)
-    times = np.array([0.0, 1.0, 2.0])  # exactly on the top mode: θ(t) = r e^(t−T) b̄ (μ̄, 1)
+    times = np.array(
+        [0.0, 1.0, 2.0]
+    )  # exactly on the top mode: θ(t) = r e^(t−T) b̄ (μ̄, 1)
     Ws = np.stack([np.exp(t - 1.1) * b[:, None] * mu_vec[None] for t in times])
     As = np.stack([np.exp(t - 1.1) * b for t in times])
-    d = L.phase1_decomposition_at(times, Ws, As, W_bar, a_bar, mu_vec, T=1.1, r=1.0, rate=1.0)
+    d = L.phase1_decomposition_at(
+        times, Ws, As, W_bar, a_bar, mu_vec, T=1.1, r=1.0, rate=1.0
+    )
     assert d.residual_m_norm < 1e-12 and d.r == pytest.approx(np.exp(-0.1))
 
 
 def test_alignment_gap():
     u = np.array([1.0, 0.0])
-    assert L.alignment_gap(np.array([[2.0, 0.0], [-1.0, 0.0]]), np.array([1.0, -3.0]), u) == 0
-    assert L.alignment_gap(np.array([[0.0, 1.0]]), np.array([1.0]), u) == pytest.approx(1.0)
+    assert (
+        L.alignment_gap(np.array([[2.0, 0.0], [-1.0, 0.0]]), np.array([1.0, -3.0]), u)
+        == 0
+    )
+    assert L.alignment_gap(np.array([[0.0, 1.0]]), np.array([1.0]), u) == pytest.approx(
+        1.0
+    )
 
 
 def test_neuron_angles_signed_and_sorted_by_mass():
@@ -361,7 +431,9 @@ def test_neuron_angles_signed_and_sorted_by_mass():
     a = np.array([1.0, 3.0, -1.0])
     ang, mass = L.neuron_angles(W, a, np.array([1.0, 0.0]))
     assert np.allclose(ang, [0.0, 45.0]) and np.allclose(mass, [6.0, np.sqrt(2)])
-    ang, _ = L.neuron_angles(np.array([[1.0, -1.0]]), np.array([1.0]), np.array([1.0, 0.0]))
+    ang, _ = L.neuron_angles(
+        np.array([[1.0, -1.0]]), np.array([1.0]), np.array([1.0, 0.0])
+    )
     assert ang[0] == pytest.approx(-45.0)
 
 

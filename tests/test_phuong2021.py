@@ -1,4 +1,5 @@
 """Phuong & Lampert (2021) checks on hand-made examples."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,10 +15,18 @@ Y3 = np.array([1.0, -1.0, -1.0])
 
 
 def test_is_orthogonally_separable():
-    assert P.is_orthogonally_separable([[1.0, 0.1], [1.0, -0.1], [-1.0, 0.0]], [1, 1, -1])
-    assert not P.is_orthogonally_separable([[1.0, 0.0], [0.0, 1.0]], [1, 1]), "x0·x1 = 0 within a class"
-    assert not P.is_orthogonally_separable([[1.0, 0.0], [1.0, 1.0]], [1, -1]), "x0·x1 > 0 across classes"
-    assert P.is_orthogonally_separable([[1.0, 0.0], [0.0, 1.0]], [1, -1]), "x0·x1 = 0 across classes is allowed"
+    assert P.is_orthogonally_separable(
+        [[1.0, 0.1], [1.0, -0.1], [-1.0, 0.0]], [1, 1, -1]
+    )
+    assert not P.is_orthogonally_separable([[1.0, 0.0], [0.0, 1.0]], [1, 1]), (
+        "x0·x1 = 0 within a class"
+    )
+    assert not P.is_orthogonally_separable([[1.0, 0.0], [1.0, 1.0]], [1, -1]), (
+        "x0·x1 > 0 across classes"
+    )
+    assert P.is_orthogonally_separable([[1.0, 0.0], [0.0, 1.0]], [1, -1]), (
+        "x0·x1 = 0 across classes is allowed"
+    )
     ds = data.orthant_data(20, 4, seed=0)
     assert P.is_orthogonally_separable(ds.X, ds.y)
 
@@ -26,11 +35,15 @@ def test_max_margin_directions_hand_made():
     X = np.array([[1.0, 0.0], [0.0, 1.0], [3.0, 3.0], [-2.0, 0.0], [0.0, -2.0]])
     y = np.array([1, 1, 1, -1, -1])
     wp, wm = P.max_margin_directions(X, y)
-    assert np.allclose(wp, [1, 1], atol=1e-6) and np.allclose(wm, [-0.5, -0.5], atol=1e-6)
+    assert np.allclose(wp, [1, 1], atol=1e-6) and np.allclose(
+        wm, [-0.5, -0.5], atol=1e-6
+    )
     info = P.support_examples(X, y)
     assert info.positive.tolist() == [0, 1] and info.negative.tolist() == [3, 4]
     assert info.positive_spans and info.negative_spans
-    info1 = P.support_examples(np.array([[1.0, 0.0], [2.0, 1.0], [-1.0, 0.0]]), [1, 1, -1])
+    info1 = P.support_examples(
+        np.array([[1.0, 0.0], [2.0, 1.0], [-1.0, 0.0]]), [1, 1, -1]
+    )
     assert info1.positive.tolist() == [0] and not info1.positive_spans
 
 
@@ -58,7 +71,9 @@ def test_in_sector_and_neuron_groups():
     assert g.plus.tolist() == [True, False, False, False, False]
     assert g.minus.tolist() == [False, True, False, False, False]
     assert g.dead.tolist() == [False, False, False, True, False]
-    assert g.other.tolist() == [False, False, True, False, True], "neuron 4 is in S_σ+ but has a < 0"
+    assert g.other.tolist() == [False, False, True, False, True], (
+        "neuron 4 is in S_σ+ but has a < 0"
+    )
 
 
 def test_G_function():
@@ -86,23 +101,35 @@ def test_lemma_c1_is_a_kkt_point():
     assert np.isclose(c1.min_margin, 1.0, atol=1e-5)
     assert c1.slackness < 1e-5 and c1.stationarity < 1e-4
     assert np.all(c1.lambdas >= 0) and c1.W.shape == (3, 3)
-    assert np.allclose(np.abs(c1.a), np.linalg.norm(c1.W, axis=1)), "the limit is balanced"
+    assert np.allclose(np.abs(c1.a), np.linalg.norm(c1.W, axis=1)), (
+        "the limit is balanced"
+    )
 
 
-@pytest.mark.parametrize("u, z, match", [
-    ([1.0, 0.0], [0.0, 1.0, 0.0], "equal length"),
-    ([1.0, -1.0], [0.0, 1.0], "non-negative"),
-    ([1.0, 1.0], [0.0, 1.0], "u_j z_j = 0"),
-    ([0.0, 0.0], [0.0, 1.0], "both be non-zero"),
-])
+@pytest.mark.parametrize(
+    "u, z, match",
+    [
+        ([1.0, 0.0], [0.0, 1.0, 0.0], "equal length"),
+        ([1.0, -1.0], [0.0, 1.0], "non-negative"),
+        ([1.0, 1.0], [0.0, 1.0], "u_j z_j = 0"),
+        ([0.0, 0.0], [0.0, 1.0], "both be non-zero"),
+    ],
+)
 def test_lemma_c1_bad_u_z(u, z, match):
     ds = data.orthant_data(10, 2, seed=0)
     with pytest.raises(ValueError, match=match):
         P.lemma_c1_check(ds.X, ds.y, u, z)
 
 
-@pytest.mark.parametrize("fn", [P.is_orthogonally_separable, P.max_margin_directions,
-                                P.extremal_sectors, P.support_examples])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        P.is_orthogonally_separable,
+        P.max_margin_directions,
+        P.extremal_sectors,
+        P.support_examples,
+    ],
+)
 def test_bad_input_names_the_argument(fn):
     with pytest.raises(ValueError, match=r"y must contain only labels -1 and \+1"):
         fn(X3, [1, 0, -1])
@@ -190,8 +217,8 @@ def test_balanced_net_at_keeps_norms_and_signs():
 
 def test_settling_time_is_the_last_upward_crossing_in_log_time():
     t = np.array([1.0, 10.0, 100.0, 1000.0])
-    assert P.settling_time(t, [0.0, 0.0, 1.0, 1.0], 0.5) == pytest.approx(10 ** 1.5)
-    assert P.settling_time(t, [0.6, 0.0, 0.0, 1.0], 0.5) == pytest.approx(10 ** 2.5)
+    assert P.settling_time(t, [0.0, 0.0, 1.0, 1.0], 0.5) == pytest.approx(10**1.5)
+    assert P.settling_time(t, [0.6, 0.0, 0.0, 1.0], 0.5) == pytest.approx(10**2.5)
     assert P.settling_time(t, [0.6, 0.7, 0.8, 0.9], 0.5) == 1.0
     assert P.settling_time(t, [0.0, 0.1, 0.2, 0.3], 0.5) == float("inf")
     with pytest.raises(ValueError, match="increasing"):
@@ -205,7 +232,9 @@ def test_sector_exits_and_lemma_b1_on_hand_made_snapshots():
     outside = {"W": np.array([[0.0, 1.0]]), "a": np.array([1.0])}
     assert P.sector_exits([inside, inside], X, y) == 0
     assert P.sector_exits([inside, outside, inside], X, y) == 1
-    lost, kept = P.lemma_b1_violations(inside["W"], inside["a"], [inside, outside], X, y)
+    lost, kept = P.lemma_b1_violations(
+        inside["W"], inside["a"], [inside, outside], X, y
+    )
     assert (lost, kept) == (1, 1)
 
 

@@ -1,5 +1,6 @@
 """The robustness page (twolayer.pipeline.robustness) from stored held-out sweeps:
 held-out seed blocks, claims that do not hold everywhere first, stale marking."""
+
 from __future__ import annotations
 
 import shutil
@@ -30,23 +31,60 @@ def root(tmp_path):
     """A copy of the book's sources (no build) with one stored sweep."""
     for name in ("_toc.yml", "_config.yml"):
         shutil.copy(BOOK / name, tmp_path / name)
-    shutil.copytree(BOOK / "book", tmp_path / "book", ignore=shutil.ignore_patterns("*.png"))
-    shutil.copytree(BOOK / "lib", tmp_path / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        BOOK / "book", tmp_path / "book", ignore=shutil.ignore_patterns("*.png")
+    )
+    shutil.copytree(
+        BOOK / "lib", tmp_path / "lib", ignore=shutil.ignore_patterns("__pycache__")
+    )
     return tmp_path
 
 
 def _store(paths: Paths, page: str, flip: bool):
     points = sw.make_points(paths, page, [{"seed": 5}, {"seed": 10}])
     rival = {"name": "init", "measured": 2.0, "spread": [1.9, 2.0], "horizon": "t"}
-    results = {i: dict(ok=not (flip and i), cached=False, seconds=1.0, worker="w",
-                       error="cell 9 raised ClaimFailed: 1 claim(s) fail" if (flip and i) else "", claims=[
-        {"id": "lyu2021.lem52.aligned", "source": "Lemma 5.2", "kind": "prediction", "statement": "s",
-         "measured": 0.5 if (flip and i) else 1e-6, "relation": "<=", "threshold": 1e-4, "why": "w", "seeds": 5,
-         "spread": [1e-7, 0.5 if (flip and i) else 1e-6], "horizon": "t", "rival": rival,
-         "verdict": "fails" if (flip and i) else "holds"},
-        {"id": "lyu2021.lem52.other", "source": "Lemma 5.2", "kind": "prediction", "statement": "s",
-         "measured": 1e-6, "relation": "<=", "threshold": 1e-4, "why": "w", "seeds": 5, "spread": [1e-7, 1e-6],
-         "horizon": "t", "rival": rival, "verdict": "holds"}]) for i in range(2)}
+    results = {
+        i: dict(
+            ok=not (flip and i),
+            cached=False,
+            seconds=1.0,
+            worker="w",
+            error="cell 9 raised ClaimFailed: 1 claim(s) fail" if (flip and i) else "",
+            claims=[
+                {
+                    "id": "lyu2021.lem52.aligned",
+                    "source": "Lemma 5.2",
+                    "kind": "prediction",
+                    "statement": "s",
+                    "measured": 0.5 if (flip and i) else 1e-6,
+                    "relation": "<=",
+                    "threshold": 1e-4,
+                    "why": "w",
+                    "seeds": 5,
+                    "spread": [1e-7, 0.5 if (flip and i) else 1e-6],
+                    "horizon": "t",
+                    "rival": rival,
+                    "verdict": "fails" if (flip and i) else "holds",
+                },
+                {
+                    "id": "lyu2021.lem52.other",
+                    "source": "Lemma 5.2",
+                    "kind": "prediction",
+                    "statement": "s",
+                    "measured": 1e-6,
+                    "relation": "<=",
+                    "threshold": 1e-4,
+                    "why": "w",
+                    "seeds": 5,
+                    "spread": [1e-7, 1e-6],
+                    "horizon": "t",
+                    "rival": rival,
+                    "verdict": "holds",
+                },
+            ],
+        )
+        for i in range(2)
+    }
     df = sw.table(points, sw.Outcome(results=results), dict(code_key="c", commit="abc"))
     sw.write_table(df, robustness.store_path(paths, page))
 
@@ -55,14 +93,27 @@ def test_page_lists_claims_that_flip_first_and_marks_stale(root):
     paths = Paths(root)
     _store(paths, "lyu2021/phase1", flip=True)
     text = robustness.markdown(paths)
-    weak = text.split("## Claims that do not hold on every held-out block")[1].split("\n## ")[0]
-    assert "`lyu2021.lem52.aligned`" in weak and "1/2" in weak and "[lyu2021/phase1](lyu2021/phase1.ipynb)" in weak
-    assert "lem52.other" not in weak  # it holds on the point where the other claim failed
+    weak = text.split("## Claims that do not hold on every held-out block")[1].split(
+        "\n## "
+    )[0]
+    assert (
+        "`lyu2021.lem52.aligned`" in weak
+        and "1/2" in weak
+        and "[lyu2021/phase1](lyu2021/phase1.ipynb)" in weak
+    )
+    assert (
+        "lem52.other" not in weak
+    )  # it holds on the point where the other claim failed
     assert (root / robustness.FIGURES / "lyu2021.png").exists()
     assert "stale" not in weak and robustness.stale_markdown(paths) == ""
     nb = root / "book" / "lyu2021" / "phase1.ipynb"
-    nb.write_text(nb.read_text().replace('"cells": [', '"cells": [{"cell_type": "markdown", "metadata": {}, '
-                                                      '"source": "edited"},', 1))
+    nb.write_text(
+        nb.read_text().replace(
+            '"cells": [',
+            '"cells": [{"cell_type": "markdown", "metadata": {}, "source": "edited"},',
+            1,
+        )
+    )
     assert "lyu2021/phase1" in robustness.stale_markdown(paths)
     assert "(stale)" in robustness.markdown(paths, figures=False)
 
@@ -78,16 +129,25 @@ def test_make_sweeps_stores_a_table_per_page_and_writes_the_page(tmp_path):
     import sys
 
     import pandas as pd
+
     from test_sweep_engine import _env, make_root
 
     root = tmp_path / "book"
     root.mkdir()
     make_root(root)
-    r = subprocess.run([sys.executable, "-m", "twolayer.pipeline.robustness", "run", "--workers", "2"],
-                       env=_env(root), cwd=root, capture_output=True, text=True, timeout=900)
+    r = subprocess.run(
+        [sys.executable, "-m", "twolayer.pipeline.robustness", "run", "--workers", "2"],
+        env=_env(root),
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     df = pd.read_parquet(root / "data" / "sweeps" / "synthesis__a.parquet")
-    assert sorted(df["seed"]) == list(range(1, 11)) and df["holds"].all()  # seed only: the next 10 seeds
+    assert (
+        sorted(df["seed"]) == list(range(1, 11)) and df["holds"].all()
+    )  # seed only: the next 10 seeds
     assert set(df["commit"]) and df["code_key"].nunique() == 1
     text = (root / "book" / "robustness.md").read_text()
     assert "`synthesis.a.value`" in text and "10/10" in text and "(stale)" not in text

@@ -1,4 +1,5 @@
 """Tests of twolayer.theory.sarussi2021 (Sarussi, Brutzkus & Globerson, ICML 2021)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -9,19 +10,21 @@ from hypothesis import strategies as st
 
 from twolayer import data, flows, models
 from twolayer.models import TwoLayerNet
-from twolayer.theory import sarussi2021 as s
 from twolayer.theory import margins
+from twolayer.theory import sarussi2021 as s
 from twolayer.theory.margins import NotSeparableError, max_margin
 
-
 # ----------------------------------------------------------------- the network
+
 
 def test_network_output_matches_the_library_model():
     net = TwoLayerNet.fixed_second_layer(d=3, k=4, alpha=0.2, scale=1.0, seed=1)
     X = np.random.default_rng(0).standard_normal((25, 3))
     P, Q = s.split_neurons(net.weights()[0])
     assert P.shape == Q.shape == (4, 3)
-    np.testing.assert_allclose(s.network_output(P, Q, X, 0.2), net.predict(X), atol=1e-12)
+    np.testing.assert_allclose(
+        s.network_output(P, Q, X, 0.2), net.predict(X), atol=1e-12
+    )
 
 
 def test_split_neurons_rejects_odd_rows_and_wrong_k():
@@ -40,9 +43,10 @@ def test_leaky_relu_rejects_bad_alpha():
 
 # ----------------------------------------------------------------- clustering
 
+
 def test_clusters_radius_and_ratio_by_hand():
-    P = np.array([[1.0, 0.0], [3.0, 0.0]])          # centre (2, 0), radius 1
-    Q = np.array([[0.0, 1.0], [0.0, -1.0]])         # centre (0, 0), radius 1
+    P = np.array([[1.0, 0.0], [3.0, 0.0]])  # centre (2, 0), radius 1
+    Q = np.array([[0.0, 1.0], [0.0, -1.0]])  # centre (0, 0), radius 1
     c = s.clusters(P, Q)
     np.testing.assert_allclose(c.w_bar, [2, 0])
     np.testing.assert_allclose(c.u_bar, [0, 0])
@@ -57,7 +61,9 @@ def test_ratio_is_infinite_when_centres_coincide():
 
 
 def test_max_cluster_angle_skips_zero_rows():
-    assert s.max_cluster_angle(np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])) == pytest.approx(90.0)
+    assert s.max_cluster_angle(
+        np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])
+    ) == pytest.approx(90.0)
     assert s.max_cluster_angle(np.array([[1.0, 0.0]])) == 0.0
 
 
@@ -76,14 +82,17 @@ def test_linear_regime_accepts_torch_tensors():
     assert s.linear_regime(P, Q, torch.tensor([[1.0, 1.0]])).tolist() == [True]
 
 
-@pytest.mark.parametrize("args, match", [
-    ((np.ones((2, 3)), np.ones((3, 3)), np.ones((4, 3))), "same shape"),
-    ((np.ones((2, 3)), np.ones((2, 3)), np.ones((4, 2))), "columns"),
-    ((np.ones(3), np.ones((2, 3)), np.ones((4, 3))), "W_pos must be 2-D"),
-    ((np.ones((2, 3)), np.ones((2, 3)), np.full((4, 3), np.nan)), "X contains NaN"),
-    ((np.ones((2, 3)), np.ones((2, 3)), np.ones((0, 3))), "X must be non-empty"),
-    (("abc", np.ones((2, 3)), np.ones((4, 3))), "W_pos must be a numeric array"),
-])
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        ((np.ones((2, 3)), np.ones((3, 3)), np.ones((4, 3))), "same shape"),
+        ((np.ones((2, 3)), np.ones((2, 3)), np.ones((4, 2))), "columns"),
+        ((np.ones(3), np.ones((2, 3)), np.ones((4, 3))), "W_pos must be 2-D"),
+        ((np.ones((2, 3)), np.ones((2, 3)), np.full((4, 3), np.nan)), "X contains NaN"),
+        ((np.ones((2, 3)), np.ones((2, 3)), np.ones((0, 3))), "X must be non-empty"),
+        (("abc", np.ones((2, 3)), np.ones((4, 3))), "W_pos must be a numeric array"),
+    ],
+)
 def test_linear_regime_bad_input(args, match):
     with pytest.raises(ValueError, match=match):
         s.linear_regime(*args)
@@ -93,15 +102,15 @@ def test_relu_breaks_theorem_5_1_but_leaky_relu_does_not():
     """Cor 6.1 fails for ReLU (Fig 5): where both neurons are off, N = 0."""
     P, Q = np.array([[1.0, 1.0]]), np.array([[1.0, -1.0]])
     x = np.array([[-1.0, 0.5]])
-    assert s.linear_regime(P, Q, x)[0]                      # R = 0: every x ≠ 0 is in the regime
-    assert s.network_output(P, Q, x, 0.0)[0] == 0.0         # ReLU: no decision
-    assert s.network_output(P, Q, x, 0.1)[0] > 0            # leaky: sign((w̄-ū)·x) = +1
+    assert s.linear_regime(P, Q, x)[0]  # R = 0: every x ≠ 0 is in the regime
+    assert s.network_output(P, Q, x, 0.0)[0] == 0.0  # ReLU: no decision
+    assert s.network_output(P, Q, x, 0.1)[0] > 0  # leaky: sign((w̄-ū)·x) = +1
 
 
 @st.composite
 def clustered_networks(draw):
     """A random clustered network (k neurons around each of two centres) and inputs."""
-    seed = draw(st.integers(0, 2 ** 31 - 1))
+    seed = draw(st.integers(0, 2**31 - 1))
     rng = np.random.default_rng(seed)
     d = draw(st.integers(1, 6))
     k = draw(st.integers(1, 8))
@@ -134,10 +143,14 @@ def test_perfect_clustering_gives_an_exactly_linear_boundary(net):
     P, Q = np.repeat(P[:1], len(P), 0), np.repeat(Q[:1], len(Q), 0)
     inside = s.linear_regime(P, Q, X)
     assert np.array_equal(inside, X @ (P[0] - Q[0]) != 0)
-    assert np.all(np.sign(s.network_output(P, Q, X, alpha)[inside]) == s.linear_prediction(P, Q, X)[inside])
+    assert np.all(
+        np.sign(s.network_output(P, Q, X, alpha)[inside])
+        == s.linear_prediction(P, Q, X)[inside]
+    )
 
 
 # ----------------------------------------------------------------- NAR and PAR
+
 
 def _par_example():
     X = np.array([[2.0, 0.3], [1.5, -0.4], [-2.0, 0.1], [-1.0, -0.5]])
@@ -157,8 +170,8 @@ def test_par_and_nar_membership():
 
 def test_nar_without_par_and_disagreement_counts():
     X, y = _par_example()
-    P = np.array([[-1.0, 0.0], [-1.0, 0.5]])        # all w's agree but classify like -y
-    Q = np.array([[-1.0, 0.1], [1.0, 0.0]])         # the u's disagree on all 4 points
+    P = np.array([[-1.0, 0.0], [-1.0, 0.5]])  # all w's agree but classify like -y
+    Q = np.array([[-1.0, 0.1], [1.0, 0.0]])  # the u's disagree on all 4 points
     nar, par = s.nar_membership(P, Q, X), s.par_membership(P, Q, X, y)
     assert nar.w_neurons.all() and not par.w_neurons.any()
     assert not nar.network
@@ -169,10 +182,15 @@ def test_nar_without_par_and_disagreement_counts():
 
 def test_margin_makes_membership_stricter():
     X, y = _par_example()
-    P = np.array([[1.0, 0.0], [1.0, 2.0]])          # second w barely classifies point 1 (cos ≈ 0.2)
+    P = np.array(
+        [[1.0, 0.0], [1.0, 2.0]]
+    )  # second w barely classifies point 1 (cos ≈ 0.2)
     Q = -P
     assert s.par_membership(P, Q, X, y, margin=0.0).network
-    loose, strict = s.par_membership(P, Q, X, y, margin=0.5), s.nar_membership(P, Q, X, margin=0.5)
+    loose, strict = (
+        s.par_membership(P, Q, X, y, margin=0.5),
+        s.nar_membership(P, Q, X, margin=0.5),
+    )
     assert not loose.w_neurons[1] and loose.w_neurons[0]
     assert not strict.network
 
@@ -191,6 +209,7 @@ def test_membership_bad_input():
 
 
 # ----------------------------------------------------------------- the PAR SVM
+
 
 def _gaussians(seed=0, n=40, d=3, shift=3.0):
     rng = np.random.default_rng(seed)
@@ -218,8 +237,9 @@ def test_par_svm_constraints_and_kernel():
     pos, neg = y > 0, y < 0
     assert np.all(X[pos] @ w - alpha * X[pos] @ u >= 1 - 1e-6)
     assert np.all(X[neg] @ u - alpha * X[neg] @ w >= 1 - 1e-6)
-    assert min((X[pos] @ w - alpha * X[pos] @ u).min(), (X[neg] @ u - alpha * X[neg] @ w).min()) \
-        == pytest.approx(1.0, abs=1e-5)
+    assert min(
+        (X[pos] @ w - alpha * X[pos] @ u).min(), (X[neg] @ u - alpha * X[neg] @ w).min()
+    ) == pytest.approx(1.0, abs=1e-5)
     Phi = s.par_features(X, y, alpha)
     np.testing.assert_allclose(s.par_kernel(X, y, alpha), Phi @ Phi.T, atol=1e-12)
     # the PAR network built from (w, u) attains margin 1 with output k(w·x - αu·x) etc.
@@ -230,14 +250,17 @@ def test_par_svm_constraints_and_kernel():
 def test_par_svm_on_symmetric_data_is_the_linear_svm():
     """Exactly symmetric data: u = −w and w ∝ the max-margin separator."""
     X, y = _gaussians(seed=5)
-    Xs, ys = np.vstack([X[y > 0], -X[y > 0]]), np.concatenate([np.ones(20), -np.ones(20)])
+    Xs, ys = (
+        np.vstack([X[y > 0], -X[y > 0]]),
+        np.concatenate([np.ones(20), -np.ones(20)]),
+    )
     w, u = s.par_svm(Xs, ys, 0.3)
     np.testing.assert_allclose(u, -w, atol=1e-5)
     assert s.angle_degrees(w, max_margin(Xs, ys)) < 1e-3
 
 
 def test_par_svm_infeasible_and_bad_input():
-    X = np.array([[1.0, 0.0], [-1.0, 0.0]])         # x and -x both positive: no (w, u)
+    X = np.array([[1.0, 0.0], [-1.0, 0.0]])  # x and -x both positive: no (w, u)
     with pytest.raises(NotSeparableError):
         s.par_svm(X, np.array([1.0, 1.0]), 0.2)
     with pytest.raises(NotSeparableError):
@@ -262,9 +285,12 @@ def test_par_prediction_and_angle():
 
 # ----------------------------------------------------------------- Thm 4.1
 
+
 def test_violating_epochs():
     losses = np.array([0.5, 0.1, 0.05, 0.01, 0.001, 0.002])
-    np.testing.assert_array_equal(s.violating_epochs(losses, 2, 0.05), [True, True, False])
+    np.testing.assert_array_equal(
+        s.violating_epochs(losses, 2, 0.05), [True, True, False]
+    )
     with pytest.raises(ValueError, match="whole number"):
         s.violating_epochs(losses, 4, 0.1)
     with pytest.raises(ValueError, match="eps"):
@@ -275,7 +301,9 @@ def test_violating_epochs():
 
 def test_disagreements_ignore_votes_on_the_kink():
     X = np.array([[1.0, 0.0], [0.0, 1.0]])
-    P = np.array([[1.0, 1e-6], [1.0, -1e-6]])   # opposite signs on x_2, both within 1e-5 of the kink
+    P = np.array(
+        [[1.0, 1e-6], [1.0, -1e-6]]
+    )  # opposite signs on x_2, both within 1e-5 of the kink
     Q = np.array([[-1.0, 0.0], [-1.0, 0.0]])
     assert s.same_type_disagreements(P, Q, X) == (1, 0)
     assert s.same_type_disagreements(P, Q, X, margin=1e-3) == (0, 0)
@@ -284,9 +312,11 @@ def test_disagreements_ignore_votes_on_the_kink():
 def test_reflection_cones_decide_assumption_4():
     rng = np.random.default_rng(0)
     pos = rng.normal([2.0, 1.0], 0.5, size=(30, 2))
-    sym = data.rescaled_mirror(pos, (1.0, 1.0))            # Lemma 6.1: symmetric
+    sym = data.rescaled_mirror(pos, (1.0, 1.0))  # Lemma 6.1: symmetric
     assert s.reflection_cones(sym.X, sym.y).holds
-    resc = data.rescaled_mirror(pos, (0.5, 4.0), seed=1)   # every reflection on a ray of the other class
+    resc = data.rescaled_mirror(
+        pos, (0.5, 4.0), seed=1
+    )  # every reflection on a ray of the other class
     assert s.reflection_cones(resc.X, resc.y).holds
     # a negative point whose reflection lies outside the positive cone breaks it
     X = np.vstack([pos, -pos, [[-1.0, 3.0]]])
@@ -317,14 +347,20 @@ def test_sgd_epoch_bound_holds_and_grows_with_init():
         s.sgd_epoch_bound(20, 2, 0.0, gamma, 1.0, 0.05, radius, init)
 
 
-# ----------------------------------------------------------------- along a run (Figs 2, 6)
+# ----------------------------------------------------------------- along a run (Figs 2,
+# 6)
+
 
 def test_cluster_radii_max_and_median_by_hand():
-    P = np.array([[0.0, 0.0], [2.0, 0.0], [1.0, 0.0]])      # centre (1, 0): distances 1, 1, 0
-    Q = np.array([[0.0, 5.0], [0.0, 1.0], [0.0, 3.0]])      # centre (0, 3): distances 2, 2, 0
+    P = np.array(
+        [[0.0, 0.0], [2.0, 0.0], [1.0, 0.0]]
+    )  # centre (1, 0): distances 1, 1, 0
+    Q = np.array(
+        [[0.0, 5.0], [0.0, 1.0], [0.0, 3.0]]
+    )  # centre (0, 3): distances 2, 2, 0
     R, R_med = s.cluster_radii(P, Q)
     assert R == pytest.approx(2.0)
-    assert R_med == pytest.approx(1.0)                       # median of 1, 1, 0, 2, 2, 0
+    assert R_med == pytest.approx(1.0)  # median of 1, 1, 0, 2, 2, 0
 
 
 def test_first_time_lowest_until_value_at():
@@ -348,7 +384,7 @@ def test_geometric_gd_stages_end_at_t_end_with_steps_proportional_to_time():
     assert sum(lr * n for lr, n in stages) == pytest.approx(3e4 - 150.0)
     t = 150.0
     for lr, n in stages:
-        assert lr <= 0.01 * t * (1 + 1e-12)                   # never above rel_step * t
+        assert lr <= 0.01 * t * (1 + 1e-12)  # never above rel_step * t
         t += lr * n
     with pytest.raises(ValueError, match="rel_step"):
         s.geometric_gd_stages(1.0, 2.0, 1.5, 3)
@@ -360,15 +396,27 @@ def test_input_scaling_is_init_and_time_scaling():
     # N(c x; W) = N(x; c W): a scalar normalisation of the inputs is a rescaled init
     # (and, for gradient flow, time scaled by c^2), not a new setting
     rng = np.random.default_rng(3)
-    P, Q, X, c = rng.standard_normal((4, 6)), rng.standard_normal((4, 6)), rng.standard_normal((9, 6)), 0.37
-    np.testing.assert_allclose(s.network_output(P, Q, c * X, 0.2),
-                               s.network_output(c * P, c * Q, X, 0.2), rtol=1e-12)
-    np.testing.assert_array_equal(s.linear_regime(P, Q, c * X), s.linear_regime(P, Q, X))
+    P, Q, X, c = (
+        rng.standard_normal((4, 6)),
+        rng.standard_normal((4, 6)),
+        rng.standard_normal((9, 6)),
+        0.37,
+    )
+    np.testing.assert_allclose(
+        s.network_output(P, Q, c * X, 0.2),
+        s.network_output(c * P, c * Q, X, 0.2),
+        rtol=1e-12,
+    )
+    np.testing.assert_array_equal(
+        s.linear_regime(P, Q, c * X), s.linear_regime(P, Q, X)
+    )
 
 
-# ----------------------------------------------------------------- Fig 1: departure from a line
+# ----------------------------------------------------------------- Fig 1: departure
+# from a line
 
-def test_departure_from_best_line_is_zero_for_a_clustered_net_and_positive_for_a_bent_one():
+
+def test_departure_from_best_line_is_zero_if_clustered_and_positive_if_bent():
     g = np.linspace(-1, 1, 81)
     G = np.array([(a, b) for a in g for b in g if 0 < a * a + b * b <= 1])
     P, Q = np.array([[1.0, 0.2]]), np.array([[-1.0, -0.2]])  # one line: exactly linear
@@ -379,12 +427,17 @@ def test_departure_from_best_line_is_zero_for_a_clustered_net_and_positive_for_a
     d = s.departure_from_best_line(P2, Q2, G, 0.01)
     assert 0.0 <= d <= 0.5
     with pytest.raises(ValueError, match="2-D"):
-        s.departure_from_best_line(np.ones((1, 3)), np.ones((1, 3)), np.ones((2, 3)), 0.2)
+        s.departure_from_best_line(
+            np.ones((1, 3)), np.ones((1, 3)), np.ones((2, 3)), 0.2
+        )
 
 
 def test_staged_gd_equals_one_gd_run_and_keeps_each_snapshot_once():
     ds = data.uniform_disk_linear(30, margin=0.1, w_star=np.array([1.0, 0.3]), seed=0)
-    make = lambda sd: TwoLayerNet.fixed_second_layer(2, 3, 0.2, scale=0.1, seed=sd)
+
+    def make(sd):
+        return TwoLayerNet.fixed_second_layer(2, 3, 0.2, scale=0.1, seed=sd)
+
     runs = s.staged_gd([make(0), make(1)], ds, [(0.1, 10, [0, 5]), (0.1, 10, [4])])
     ref = flows.gd(make(1), ds, lr=0.1, steps=20, snapshot_steps=[0, 5, 10, 14, 20])
     np.testing.assert_allclose(runs[1]["times"], [0.0, 0.5, 1.0, 1.4, 2.0])
@@ -402,11 +455,15 @@ def test_regime_record_counts_and_signs():
     assert r["ratio"] == pytest.approx(s.clustering_ratio(P, Q))
 
 
-# ----------------------------------------------------------------- Thm 4.1: SGD, many runs at once
+# ----------------------------------------------------------------- Thm 4.1: SGD, many
+# runs at once
+
 
 def test_sgd_batch1_equals_the_library_sgd_run_by_run():
     ds = data.uniform_disk_linear(12, margin=0.2, w_star=np.array([1.0, 0.5]), seed=1)
-    nets = [TwoLayerNet.fixed_second_layer(2, 3, 0.1, scale=0.5, seed=sd) for sd in (0, 1)]
+    nets = [
+        TwoLayerNet.fixed_second_layer(2, 3, 0.1, scale=0.5, seed=sd) for sd in (0, 1)
+    ]
     W0 = np.stack([n.weights()[0] for n in nets])
     orders = s.sgd_orders(ds.n, 4, [5, 6])
     loss, W = s.sgd_batch1(W0, ds.X, ds.y, 0.1, [1.0, 0.5], orders)
@@ -420,8 +477,11 @@ def test_sgd_batch1_equals_the_library_sgd_run_by_run():
 
 def test_run_rows_one_row_per_snapshot():
     ds = data.uniform_disk_linear(30, margin=0.1, w_star=np.array([1.0, 0.3]), seed=0)
-    run = s.staged_gd([TwoLayerNet.fixed_second_layer(2, 3, 0.2, scale=0.1, seed=0)], ds,
-                      [(0.1, 10, [0, 5])])[0]
+    run = s.staged_gd(
+        [TwoLayerNet.fixed_second_layer(2, 3, 0.2, scale=0.1, seed=0)],
+        ds,
+        [(0.1, 10, [0, 5])],
+    )[0]
     rows = s.run_rows(run, ds, ds, 0.2)
     assert [r["t"] for r in rows] == pytest.approx([0.0, 0.5, 1.0])
     assert all(r["violations"] == 0 and 0 <= r["outside"] <= 1 for r in rows)
@@ -436,16 +496,21 @@ def test_regime_record_equals_the_definitions_on_random_networks():
         P, Q = s.split_neurons(W)
         r = s.regime_record(W, X, 0.2, 0.05)
         assert r["outside"] == pytest.approx(s.fraction_outside_linear_regime(P, Q, X))
-        np.testing.assert_array_equal(r["sign"], np.sign(s.network_output(P, Q, X, 0.2)))
+        np.testing.assert_array_equal(
+            r["sign"], np.sign(s.network_output(P, Q, X, 0.2))
+        )
         assert r["disagree"] == max(s.same_type_disagreements(P, Q, X, 0.05))
         assert r["off_line"] == pytest.approx(
-            np.mean(np.sign(s.network_output(P, Q, X, 0.2)) != s.linear_prediction(P, Q, X)))
+            np.mean(
+                np.sign(s.network_output(P, Q, X, 0.2)) != s.linear_prediction(P, Q, X)
+            )
+        )
         assert (r["R"], r["R_med"]) == pytest.approx(s.cluster_radii(P, Q))
 
 
 def test_par_entry_time_first_snapshot_of_the_final_stay():
     X, y = np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([1.0, -1.0])
-    good = np.array([[1.0, 0.0], [-1.0, 0.0]])    # w votes like y, u like -y
+    good = np.array([[1.0, 0.0], [-1.0, 0.0]])  # w votes like y, u like -y
     bad = np.array([[-1.0, 0.0], [-1.0, 0.0]])
     assert s.par_entry_time([0, 1, 2, 3], [bad, good, bad, good], X, y) == 3.0
     assert s.par_entry_time([0, 1], [good, good], X, y) == 0.0

@@ -22,6 +22,7 @@ This module holds the paper's definitions and checks:
 
 Arrays in and out are NumPy (torch tensors are accepted on input).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -52,7 +53,10 @@ def _pair(W_pos, W_neg) -> tuple[np.ndarray, np.ndarray]:
     (the paper's network has k neurons of each sign)."""
     P, Q = as_matrix(W_pos, "W_pos"), as_matrix(W_neg, "W_neg")
     if P.shape != Q.shape:
-        raise ValueError(f"W_pos and W_neg must have the same shape (k, d), got {P.shape} and {Q.shape}")
+        raise ValueError(
+            f"W_pos and W_neg must have the same shape (k, d), got {P.shape} and "
+            f"{Q.shape}"
+        )
     return P, Q
 
 
@@ -60,7 +64,9 @@ def _pair_and_points(W_pos, W_neg, X) -> tuple[np.ndarray, np.ndarray, np.ndarra
     P, Q = _pair(W_pos, W_neg)
     X = as_matrix(X, "X")
     if X.shape[1] != P.shape[1]:
-        raise ValueError(f"X has {X.shape[1]} columns but the neurons have dimension {P.shape[1]}")
+        raise ValueError(
+            f"X has {X.shape[1]} columns but the neurons have dimension {P.shape[1]}"
+        )
     return P, Q, X
 
 
@@ -72,23 +78,31 @@ def split_neurons(W, k: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     m = W.shape[0]
     if k is None:
         if m % 2:
-            raise ValueError(f"W must have an even number of rows (k of each sign), got {m}")
+            raise ValueError(
+                f"W must have an even number of rows (k of each sign), got {m}"
+            )
         k = m // 2
     if int(k) != k or not 1 <= k or 2 * k != m:
-        raise ValueError(f"k must be a positive integer with 2k = {m} rows of W, got {k!r}")
+        raise ValueError(
+            f"k must be a positive integer with 2k = {m} rows of W, got {k!r}"
+        )
     return W[:k].copy(), W[k:].copy()
 
 
 # ----------------------------------------------------------------- the network
 
+
 def network_output(W_pos, W_neg, X, alpha: float) -> np.ndarray:
     """``N(x) = Σ_i σ(w_i·x) − Σ_i σ(u_i·x)`` (eq. 1) for the rows of ``X``."""
     P, Q, X = _pair_and_points(W_pos, W_neg, X)
     a = _alpha(alpha)
-    return models.leaky_relu(X @ P.T, a).sum(axis=1) - models.leaky_relu(X @ Q.T, a).sum(axis=1)
+    return models.leaky_relu(X @ P.T, a).sum(axis=1) - models.leaky_relu(
+        X @ Q.T, a
+    ).sum(axis=1)
 
 
 # ----------------------------------------------------------------- §5: clustering
+
 
 @dataclass(frozen=True)
 class Clusters:
@@ -116,9 +130,14 @@ def clusters(W_pos, W_neg) -> Clusters:
     by the sign of their output weight)."""
     P, Q = as_matrix(W_pos, "W_pos"), as_matrix(W_neg, "W_neg")
     if P.shape[1] != Q.shape[1]:
-        raise ValueError(f"W_pos and W_neg must have the same dimension, got {P.shape} and {Q.shape}")
+        raise ValueError(
+            f"W_pos and W_neg must have the same dimension, got {P.shape} and {Q.shape}"
+        )
     wb, ub = P.mean(axis=0), Q.mean(axis=0)
-    R = max(float(np.linalg.norm(P - wb, axis=1).max()), float(np.linalg.norm(Q - ub, axis=1).max()))
+    R = max(
+        float(np.linalg.norm(P - wb, axis=1).max()),
+        float(np.linalg.norm(Q - ub, axis=1).max()),
+    )
     return Clusters(wb, ub, R)
 
 
@@ -182,6 +201,7 @@ def linear_prediction(W_pos, W_neg, X) -> np.ndarray:
 
 # ----------------------------------------------------------------- §6: NAR, PAR
 
+
 def neuron_votes(W, X, margin: float = 0.0) -> np.ndarray:
     """How each neuron classifies each point: ``sign(w_i·x_j)`` where
     ``|w_i·x_j| > margin·‖w_i‖‖x_j‖``, else 0 (undecided). Shape (k, n).
@@ -192,7 +212,7 @@ def neuron_votes(W, X, margin: float = 0.0) -> np.ndarray:
     if W.shape[1] != X.shape[1]:
         raise ValueError(f"X has {X.shape[1]} columns but W has {W.shape[1]}")
     m = _margin(margin)
-    Z = X @ W.T                                                   # (n, k)
+    Z = X @ W.T  # (n, k)
     scale = np.linalg.norm(X, axis=1)[:, None] * np.linalg.norm(W, axis=1)[None, :]
     return np.where(np.abs(Z) > m * scale, np.sign(Z), 0.0).T.astype(int)
 
@@ -213,8 +233,10 @@ def same_type_disagreements(W_pos, W_neg, X, margin: float = 0.0) -> tuple[int, 
     classify with opposite signs (votes with relative ``margin``), for the w's
     and for the u's (App. J, Fig 9c). Both are 0 when the network is in an NAR."""
     P, Q, X = _pair_and_points(W_pos, W_neg, X)
-    return (int(pairwise_disagreements(P, X, margin).max()),
-            int(pairwise_disagreements(Q, X, margin).max()))
+    return (
+        int(pairwise_disagreements(P, X, margin).max()),
+        int(pairwise_disagreements(Q, X, margin).max()),
+    )
 
 
 def _consensus(V: np.ndarray) -> np.ndarray:
@@ -226,8 +248,8 @@ def _consensus(V: np.ndarray) -> np.ndarray:
 class Regime:
     """Membership of each neuron and of the network in a regime (NAR or PAR)."""
 
-    w_neurons: np.ndarray   # bool (k,): w-neuron i is in the regime
-    u_neurons: np.ndarray   # bool (k,)
+    w_neurons: np.ndarray  # bool (k,): w-neuron i is in the regime
+    u_neurons: np.ndarray  # bool (k,)
 
     @property
     def network(self) -> bool:
@@ -264,13 +286,16 @@ def par_membership(W_pos, W_neg, X, y, margin: float = 0.0) -> Regime:
     P, Q = _pair(W_pos, W_neg)
     X, y = as_xy(X, y)
     if X.shape[1] != P.shape[1]:
-        raise ValueError(f"X has {X.shape[1]} columns but the neurons have dimension {P.shape[1]}")
+        raise ValueError(
+            f"X has {X.shape[1]} columns but the neurons have dimension {P.shape[1]}"
+        )
     w_in = np.all(neuron_votes(P, X, margin) == y[None, :], axis=1)
     u_in = np.all(neuron_votes(Q, X, margin) == -y[None, :], axis=1)
     return Regime(w_in, u_in)
 
 
 # ----------------------------------------------------------------- Thm 6.2: the PAR SVM
+
 
 def par_features(X, y, alpha: float) -> np.ndarray:
     """The feature map of Theorem 6.2: ``φ(x) = [x; −αx]`` for ``y = +1`` and
@@ -319,7 +344,9 @@ def par_svm(X, y, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     try:
         theta = svm(par_features(X, y, alpha), y).w
     except NotSeparableError as exc:
-        raise NotSeparableError(f"the PAR SVM of Theorem 6.2 is infeasible: {exc}") from exc
+        raise NotSeparableError(
+            f"the PAR SVM of Theorem 6.2 is infeasible: {exc}"
+        ) from exc
     return theta[:d], theta[d:]
 
 
@@ -338,17 +365,23 @@ def par_svm_kernel(X, y, alpha: float) -> KernelPARSolution:
     """The PAR SVM solved in its kernel (dual) form, using only
     :func:`par_kernel`: ``max Σβ − ½ βᵀ(yyᵀ∘K)β`` over ``β ≥ 0``. Equal to
     :func:`par_svm` at the optimum (strong duality)."""
-    import cvxpy as cp  # here, not at the top: ~1 s of import for the pages that never solve
+    # here, not at the top: ~1 s of import for the pages that never solve
+    import cvxpy as cp
+
     X, y = as_xy(X, y)
     a = _alpha(alpha)
     Ky = np.outer(y, y) * par_kernel(X, y, a)
     Ky = 0.5 * (Ky + Ky.T)
     beta = cp.Variable(len(y), nonneg=True)
-    prob = cp.Problem(cp.Maximize(cp.sum(beta) - 0.5 * cp.quad_form(beta, cp.psd_wrap(Ky))))
+    prob = cp.Problem(
+        cp.Maximize(cp.sum(beta) - 0.5 * cp.quad_form(beta, cp.psd_wrap(Ky)))
+    )
     prob.solve(solver=cp.CLARABEL)
     if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or beta.value is None:
-        raise NotSeparableError(f"the kernel PAR SVM is unbounded or failed (status {prob.status}): "
-                                "no (w, u) meets the constraints of Theorem 6.2")
+        raise NotSeparableError(
+            f"the kernel PAR SVM is unbounded or failed (status {prob.status}): "
+            "no (w, u) meets the constraints of Theorem 6.2"
+        )
     b = np.maximum(np.asarray(beta.value, dtype=float), 0.0)
     sp, sn = (b * (y > 0)) @ X, (b * (y < 0)) @ X
     return KernelPARSolution(b, sp - a * sn, sn - a * sp)
@@ -368,7 +401,9 @@ def angle_degrees(u, v) -> float:
     """The angle between two non-zero vectors, in degrees."""
     u, v = np.ravel(to_numpy(u)).astype(float), np.ravel(to_numpy(v)).astype(float)
     if u.shape != v.shape:
-        raise ValueError(f"vectors must have the same length, got {u.shape} and {v.shape}")
+        raise ValueError(
+            f"vectors must have the same length, got {u.shape} and {v.shape}"
+        )
     nu, nv = np.linalg.norm(u), np.linalg.norm(v)
     if nu == 0 or nv == 0:
         raise ValueError("angle_degrees needs two non-zero vectors")
@@ -376,6 +411,7 @@ def angle_degrees(u, v) -> float:
 
 
 # ----------------------------------------------------------------- Thm 4.1: SGD
+
 
 def violating_epochs(step_loss, n: int, eps: float) -> np.ndarray:
     """Theorem 4.1's count: for SGD with batch size 1 and sampling without
@@ -391,7 +427,9 @@ def violating_epochs(step_loss, n: int, eps: float) -> np.ndarray:
     if not float(eps) > 0:
         raise ValueError(f"eps must be > 0, got {eps!r}")
     if len(s) % int(n):
-        raise ValueError(f"step_loss has {len(s)} entries, not a whole number of epochs of {n}")
+        raise ValueError(
+            f"step_loss has {len(s)} entries, not a whole number of epochs of {n}"
+        )
     return (s.reshape(-1, int(n)) >= float(eps)).any(axis=1)
 
 
@@ -404,8 +442,16 @@ def leading_violating_epochs(bad) -> int:
     return int(clean[0]) if clean.size else int(bad.size)
 
 
-def sgd_epoch_bound(n: int, k: int, alpha: float, gamma: float, lr: float, eps: float,
-                    radius: float, init_norm: float) -> float:
+def sgd_epoch_bound(
+    n: int,
+    k: int,
+    alpha: float,
+    gamma: float,
+    lr: float,
+    eps: float,
+    radius: float,
+    init_norm: float,
+) -> float:
     """An upper bound on the number of leading epochs that contain a point with
     loss ``≥ ε`` (Theorem 4.1, the perceptron argument of App. B, eqs. 14-20),
     for SGD with batch 1 and sampling without replacement on the logistic loss.
@@ -434,7 +480,10 @@ def sgd_epoch_bound(n: int, k: int, alpha: float, gamma: float, lr: float, eps: 
         if int(v) != v or v < 1:
             raise ValueError(f"{name} must be a positive integer, got {v!r}")
     if not 0 < alpha < 1:
-        raise ValueError(f"alpha must be in (0, 1) (the bound is infinite for the ReLU), got {alpha!r}")
+        raise ValueError(
+            "alpha must be in (0, 1) (the bound is infinite for the ReLU), got "
+            f"{alpha!r}"
+        )
     for name, v in (("gamma", gamma), ("lr", lr), ("eps", eps), ("radius", radius)):
         if not float(v) > 0:
             raise ValueError(f"{name} must be > 0, got {v!r}")
@@ -442,12 +491,15 @@ def sgd_epoch_bound(n: int, k: int, alpha: float, gamma: float, lr: float, eps: 
         raise ValueError(f"init_norm must be >= 0, got {init_norm!r}")
     g_eps = -np.expm1(-float(eps))
     L = np.log(n / g_eps)
-    s_max = (L + k * lr * radius**2) / (k * alpha**2 * gamma**2 * lr) + np.sqrt(2.0) * init_norm / (
-        np.sqrt(k) * alpha * gamma * lr)
+    s_max = (L + k * lr * radius**2) / (k * alpha**2 * gamma**2 * lr) + np.sqrt(
+        2.0
+    ) * init_norm / (np.sqrt(k) * alpha * gamma * lr)
     return float(s_max / g_eps)
 
 
-# ----------------------------------------------------------------- Thm 6.2: the data assumption
+# ----------------------------------------------------------------- Thm 6.2: the data
+# assumption
+
 
 @dataclass(frozen=True)
 class ReflectionCones:
@@ -455,6 +507,7 @@ class ReflectionCones:
     whether ``−x_j`` (a negative point) lies in the convex cone of the positive
     points, ``pos_inside[i]`` whether ``−x_i`` (a positive point) lies in the
     cone of the negative ones. The assumption holds iff all are True."""
+
     pos_inside: np.ndarray
     neg_inside: np.ndarray
 
@@ -471,7 +524,10 @@ def _in_cone(G, points, tol: float) -> np.ndarray:
     """``points[j] ∈ cone(rows of G)``, by non-negative least squares (exact
     up to ``tol`` relative to ``‖points[j]‖``)."""
     from scipy.optimize import nnls
-    return np.array([nnls(G.T, p)[1] <= tol * max(np.linalg.norm(p), 1e-300) for p in points])
+
+    return np.array(
+        [nnls(G.T, p)[1] <= tol * max(np.linalg.norm(p), 1e-300) for p in points]
+    )
 
 
 def reflection_cones(X, y, tol: float = 1e-9) -> ReflectionCones:
@@ -490,10 +546,14 @@ def reflection_cones(X, y, tol: float = 1e-9) -> ReflectionCones:
     P, N = X[y > 0], X[y < 0]
     if not len(P) or not len(N):
         raise ValueError("reflection_cones needs points of both classes")
-    return ReflectionCones(pos_inside=_in_cone(N, -P, tol), neg_inside=_in_cone(P, -N, tol))
+    return ReflectionCones(
+        pos_inside=_in_cone(N, -P, tol), neg_inside=_in_cone(P, -N, tol)
+    )
 
 
-# ----------------------------------------------------------------- Figs 2, 6: along a run
+# ----------------------------------------------------------------- Figs 2, 6: along a
+# run
+
 
 def cluster_radii(W_pos, W_neg) -> tuple[float, float]:
     """``(R, R_med)``: the radius of §5 (the farthest neuron from its cluster
@@ -502,7 +562,9 @@ def cluster_radii(W_pos, W_neg) -> tuple[float, float]:
     straggler sets ``R`` (and with it Theorem 5.1's certificate)."""
     P, Q = _pair(W_pos, W_neg)
     c = clusters(P, Q)
-    dist = np.r_[np.linalg.norm(P - c.w_bar, axis=1), np.linalg.norm(Q - c.u_bar, axis=1)]
+    dist = np.r_[
+        np.linalg.norm(P - c.w_bar, axis=1), np.linalg.norm(Q - c.u_bar, axis=1)
+    ]
     return c.radius, float(np.median(dist))
 
 
@@ -510,7 +572,10 @@ def _series(times, values, name: str) -> tuple[np.ndarray, np.ndarray]:
     t = np.asarray(to_numpy(times), dtype=float).ravel()
     v = np.asarray(to_numpy(values), dtype=float).ravel()
     if t.shape != v.shape or not t.size:
-        raise ValueError(f"times and {name} must be non-empty and of equal length, got {t.shape} and {v.shape}")
+        raise ValueError(
+            f"times and {name} must be non-empty and of equal length, got {t.shape} "
+            f"and {v.shape}"
+        )
     if np.any(np.diff(t) < 0):
         raise ValueError("times must be non-decreasing")
     return t, v
@@ -532,7 +597,9 @@ def lowest_until(times, values, t_stop: float) -> float:
     t, v = _series(times, values, "values")
     keep = t <= float(t_stop)
     if not keep.any():
-        raise ValueError(f"no snapshot at or before t_stop = {t_stop!r} (first at {t[0]!r})")
+        raise ValueError(
+            f"no snapshot at or before t_stop = {t_stop!r} (first at {t[0]!r})"
+        )
     return float(v[keep].min())
 
 
@@ -542,12 +609,15 @@ def value_at(times, values, t: float) -> float:
     ts, v = _series(times, values, "values")
     after = np.flatnonzero(ts >= float(t))
     if not after.size:
-        raise ValueError(f"the run ends at t = {ts[-1]:g}, before the horizon t = {t!r}")
+        raise ValueError(
+            f"the run ends at t = {ts[-1]:g}, before the horizon t = {t!r}"
+        )
     return float(v[after[0]])
 
 
-def geometric_gd_stages(t_start: float, t_end: float, rel_step: float,
-                        stages: int) -> list[tuple[float, int]]:
+def geometric_gd_stages(
+    t_start: float, t_end: float, rel_step: float, stages: int
+) -> list[tuple[float, int]]:
     """``[(lr, steps), ...]``: GD from flow time ``t_start`` to ``t_end`` with a
     step proportional to the time, ``lr = rel_step · t`` at the start of each of
     ``stages`` geometric stages (a constant number of steps per decade). In the
@@ -571,7 +641,10 @@ def geometric_gd_stages(t_start: float, t_end: float, rel_step: float,
 
 # ----------------------------------------------------------------- Fig 1: the boundary
 
-def departure_from_best_line(W_pos, W_neg, X, alpha: float, n_angles: int = 1440) -> float:
+
+def departure_from_best_line(
+    W_pos, W_neg, X, alpha: float, n_angles: int = 1440
+) -> float:
     """The fraction of the points ``X`` (a grid over the data's support) on
     which ``sign N(x)`` differs from the best linear rule through the origin,
     ``min_v mean[sign N(x) ≠ sign(v·x)]`` over ``n_angles`` unit normals ``v``
@@ -579,20 +652,26 @@ def departure_from_best_line(W_pos, W_neg, X, alpha: float, n_angles: int = 1440
     the origin, not only from the cluster line ``(w̄−ū)·x = 0``)."""
     P, Q, X = _pair_and_points(W_pos, W_neg, X)
     if X.shape[1] != 2:
-        raise ValueError(f"departure_from_best_line is for 2-D inputs, got dimension {X.shape[1]}")
+        raise ValueError(
+            f"departure_from_best_line is for 2-D inputs, got dimension {X.shape[1]}"
+        )
     if int(n_angles) != n_angles or n_angles < 4:
         raise ValueError(f"n_angles must be an integer >= 4, got {n_angles!r}")
     s = np.sign(network_output(P, Q, X, alpha))
     B = int(n_angles)
-    # the points by polar angle, binned: a normal at bin j calls +1 the half-plane of the
+    # the points by polar angle, binned: a normal at bin j calls +1 the half-plane of
+    # the
     # B/2 bins centred on j (a point's side is decided to the bin width, 2π/B)
     phi = np.mod(np.arctan2(X[:, 1], X[:, 0]), 2 * np.pi)
     b = np.minimum((phi / (2 * np.pi) * B).astype(int), B - 1)
     pos = np.bincount(b, weights=(s > 0), minlength=B)
     neg = np.bincount(b, weights=(s < 0), minlength=B)
-    zero = np.count_nonzero(s == 0)                             # never agrees with a side
-    start = np.arange(B) - B // 4 + B                           # window of bins, tripled
-    cum = lambda w: np.r_[0.0, np.cumsum(np.tile(w, 3))]
+    zero = np.count_nonzero(s == 0)  # never agrees with a side
+    start = np.arange(B) - B // 4 + B  # window of bins, tripled
+
+    def cum(w):
+        return np.r_[0.0, np.cumsum(np.tile(w, 3))]
+
     cp, cn = cum(pos), cum(neg)
     end = start + B // 2
     wrong = (cn[end] - cn[start]) + (pos.sum() - (cp[end] - cp[start]))
@@ -612,27 +691,38 @@ def regime_record(W, X, alpha: float, margin: float = 0.0) -> dict:
     P, Q = split_neurons(W)
     X = as_matrix(X, "X")
     if X.shape[1] != W.shape[1]:
-        raise ValueError(f"X has {X.shape[1]} columns but the neurons have dimension {W.shape[1]}")
+        raise ValueError(
+            f"X has {X.shape[1]} columns but the neurons have dimension {W.shape[1]}"
+        )
     k, a, m = len(P), _alpha(alpha), _margin(margin)
-    Z = X @ W.T                                   # every pre-activation, computed once
+    Z = X @ W.T  # every pre-activation, computed once
     xn = np.linalg.norm(X, axis=1)
     c = clusters(P, Q)
-    proj = Z[:, :k].mean(axis=1) - Z[:, k:].mean(axis=1)          # (w̄−ū)·x
-    inside = np.abs(proj) > 2.0 * c.radius * xn                    # Theorem 5.1's condition
+    proj = Z[:, :k].mean(axis=1) - Z[:, k:].mean(axis=1)  # (w̄−ū)·x
+    inside = np.abs(proj) > 2.0 * c.radius * xn  # Theorem 5.1's condition
     act = np.where(Z > 0, Z, a * Z)
     sign_n = np.sign(act[:, :k].sum(axis=1) - act[:, k:].sum(axis=1))
     lin = np.sign(proj)
-    votes = np.where(np.abs(Z) > m * xn[:, None] * np.linalg.norm(W, axis=1)[None, :],
-                     np.sign(Z), 0.0)                              # as neuron_votes, (n, 2k)
+    votes = np.where(
+        np.abs(Z) > m * xn[:, None] * np.linalg.norm(W, axis=1)[None, :],
+        np.sign(Z),
+        0.0,
+    )  # as neuron_votes, (n, 2k)
     disagree = 0
-    for V in (votes[:, :k], votes[:, k:]):                          # as pairwise_disagreements
+    for V in (votes[:, :k], votes[:, k:]):  # as pairwise_disagreements
         pos, neg = (V > 0).astype(float), (V < 0).astype(float)
         disagree = max(disagree, int((pos.T @ neg + neg.T @ pos).max()))
     R, R_med = cluster_radii(P, Q)
-    return dict(outside=float(1.0 - inside.mean()), R=R, R_med=R_med, ratio=c.ratio,
-                off_line=float(np.mean(sign_n != lin)),
-                violations=int(np.sum(sign_n[inside] != lin[inside])),
-                disagree=disagree, sign=sign_n)
+    return dict(
+        outside=float(1.0 - inside.mean()),
+        R=R,
+        R_med=R_med,
+        ratio=c.ratio,
+        off_line=float(np.mean(sign_n != lin)),
+        violations=int(np.sum(sign_n[inside] != lin[inside])),
+        disagree=disagree,
+        sign=sign_n,
+    )
 
 
 def staged_gd(nets, data, stages) -> list[dict]:
@@ -645,12 +735,17 @@ def staged_gd(nets, data, stages) -> list[dict]:
     snapshot (each stage's initial snapshot is the previous one's last and is
     kept once)."""
     from .. import flows  # here: flows imports the models this module checks
+
     nets = list(nets)
     out = [dict(times=[], loss=[], W=[]) for _ in nets]
     t0 = 0.0
     for i, (lr, steps, marks) in enumerate(stages):
-        marks = sorted(set(int(m) for m in marks) | {int(steps)} | ({0} if i == 0 else set()))
-        trajs = flows.gd_many(nets, data, lr=float(lr), steps=int(steps), snapshot_steps=marks)
+        marks = sorted(
+            set(int(m) for m in marks) | {int(steps)} | ({0} if i == 0 else set())
+        )
+        trajs = flows.gd_many(
+            nets, data, lr=float(lr), steps=int(steps), snapshot_steps=marks
+        )
         for rec, tr in zip(out, trajs):
             for st, snap, loss in zip(tr.steps, tr.snapshots, tr.loss):
                 if i > 0 and st == 0:
@@ -659,7 +754,10 @@ def staged_gd(nets, data, stages) -> list[dict]:
                 rec["loss"].append(float(loss))
                 rec["W"].append(np.asarray(snap["W"], dtype=float))
         t0 += float(lr) * int(steps)
-    return [dict(times=np.array(r["times"]), loss=np.array(r["loss"]), W=r["W"]) for r in out]
+    return [
+        dict(times=np.array(r["times"]), loss=np.array(r["loss"]), W=r["W"])
+        for r in out
+    ]
 
 
 def sgd_orders(n: int, epochs: int, seeds) -> np.ndarray:
@@ -667,11 +765,18 @@ def sgd_orders(n: int, epochs: int, seeds) -> np.ndarray:
     a fresh permutation of the ``n`` points each epoch from ``torch``'s
     generator seeded with each seed; shape (len(seeds), epochs·n)."""
     import torch
+
     out = []
     for sd in seeds:
         gen = torch.Generator().manual_seed(int(sd))
-        out.append(np.concatenate([torch.randperm(int(n), generator=gen).numpy()
-                                   for _ in range(int(epochs))]))
+        out.append(
+            np.concatenate(
+                [
+                    torch.randperm(int(n), generator=gen).numpy()
+                    for _ in range(int(epochs))
+                ]
+            )
+        )
     return np.array(out, dtype=int)
 
 
@@ -695,23 +800,30 @@ def sgd_batch1(W0, X, y, alpha: float, lr, orders) -> tuple[np.ndarray, np.ndarr
     if X.ndim == 2:
         X, y = np.broadcast_to(X, (R,) + X.shape), np.broadcast_to(y, (R,) + y.shape)
     if X.shape[0] != R or X.shape[2] != d or y.shape != X.shape[:2]:
-        raise ValueError(f"X must be (R, n, {d}) and y (R, n) with R = {R}, got {X.shape}, {y.shape}")
+        raise ValueError(
+            f"X must be (R, n, {d}) and y (R, n) with R = {R}, got {X.shape}, {y.shape}"
+        )
     a = _alpha(alpha)
     eta = np.broadcast_to(np.asarray(lr, dtype=float), (R,))
     orders = np.asarray(orders, dtype=int)
     if orders.ndim != 2 or orders.shape[0] != R:
         raise ValueError(f"orders must be (R, T) with R = {R}, got {orders.shape}")
     from scipy.special import expit
+
     signs = np.r_[np.ones(m // 2), -np.ones(m // 2)]
     rows = np.arange(R)
     loss = np.empty(orders.shape)
     for t in range(orders.shape[1]):
-        x, yt = X[rows, orders[:, t]], y[rows, orders[:, t]]     # (R, d), (R,)
+        x, yt = X[rows, orders[:, t]], y[rows, orders[:, t]]  # (R, d), (R,)
         z = np.einsum("rmd,rd->rm", W, x)
         q = yt * (signs * np.where(z > 0, z, a * z)).sum(axis=1)
         loss[:, t] = np.logaddexp(0.0, -q)
-        g = expit(-q)                                           # −ℓ'(q)
-        W += (eta * g * yt)[:, None, None] * (signs * np.where(z > 0, 1.0, a))[:, :, None] * x[:, None, :]
+        g = expit(-q)  # −ℓ'(q)
+        W += (
+            (eta * g * yt)[:, None, None]
+            * (signs * np.where(z > 0, 1.0, a))[:, :, None]
+            * x[:, None, :]
+        )
     if not np.isfinite(W).all():
         raise FloatingPointError("sgd_batch1 diverged: lower the step size")
     return loss, W
@@ -728,13 +840,24 @@ def run_rows(run: dict, train, test, alpha: float, margin: float = 0.0) -> list[
     for t, loss, W in zip(run["times"], run["loss"], run["W"]):
         tr = regime_record(W, train.X, alpha, margin)
         te = regime_record(W, test.X, alpha)
-        rows.append(dict(
-            t=float(t), loss=float(loss), acc=float(np.mean(tr["sign"] == train.y)),
-            test_acc=float(np.mean(te["sign"] == test.y)), outside=tr["outside"],
-            outside_test=te["outside"], R=tr["R"], spread=tr["R"] / tr["R_med"],
-            ratio=tr["ratio"], angle=max(max_cluster_angles(*split_neurons(W))),
-            off_line=tr["off_line"], disagree=tr["disagree"],
-            violations=tr["violations"] + te["violations"], n=train.n))
+        rows.append(
+            dict(
+                t=float(t),
+                loss=float(loss),
+                acc=float(np.mean(tr["sign"] == train.y)),
+                test_acc=float(np.mean(te["sign"] == test.y)),
+                outside=tr["outside"],
+                outside_test=te["outside"],
+                R=tr["R"],
+                spread=tr["R"] / tr["R_med"],
+                ratio=tr["ratio"],
+                angle=max(max_cluster_angles(*split_neurons(W))),
+                off_line=tr["off_line"],
+                disagree=tr["disagree"],
+                violations=tr["violations"] + te["violations"],
+                n=train.n,
+            )
+        )
     return rows
 
 
@@ -747,9 +870,13 @@ def par_entry_time(times, weights, X, y, margin: float = 0.0) -> float:
     t = np.asarray(to_numpy(times), dtype=float).ravel()
     weights = list(weights)
     if len(weights) != len(t) or not len(t):
-        raise ValueError(f"times and weights must be non-empty and of equal length, got {len(t)} "
-                         f"and {len(weights)}")
-    inside = np.array([par_membership(*split_neurons(W), X, y, margin).network for W in weights])
+        raise ValueError(
+            f"times and weights must be non-empty and of equal length, got {len(t)} "
+            f"and {len(weights)}"
+        )
+    inside = np.array(
+        [par_membership(*split_neurons(W), X, y, margin).network for W in weights]
+    )
     if not inside[-1]:
         return float("nan")
     out = np.flatnonzero(~inside)
