@@ -1,4 +1,5 @@
-"""Unit tests of twolayer.regimes (regime maps) and the synthesis pages' library functions."""
+"""Unit tests of twolayer.regimes (regime maps) and the synthesis pages' library
+functions."""
 
 import numpy as np
 import pandas as pd
@@ -9,7 +10,8 @@ from twolayer.theory import min2024
 
 
 def _frame(rates):
-    """A grid whose pass rate at scale i is rates[i] (10 seeds, one width; gap 0 passes, 1 fails)."""
+    """A grid whose pass rate at scale i is rates[i] (10 seeds, one width; gap 0
+    passes, 1 fails)."""
     rows = []
     for i, rate in enumerate(rates):
         for s in range(10):

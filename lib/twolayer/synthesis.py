@@ -178,8 +178,8 @@ def early_phase(Ws, As, times, data: Dataset, alpha: float) -> dict[str, np.ndar
       Thm 1 (i): ``S+``/``S_dead`` for ``a_j > 0``, ``S−``/``S_dead`` for ``a_j < 0``),
       from :func:`theory.min2024.membership_record`;
     * ``mu_cos`` — mean over neurons of ``sign(a_k) cos(w_k, μ̄)``, ``μ̄`` the unit
-      :func:`theory.lyu2021.mu` (Lyu et al. Lemma 5.2: ``w_k ≈ r b̄_k μ̄``, ``sign b̄_k = sign a_k``
-      for the balanced init);
+      :func:`theory.lyu2021.mu` (Lyu et al. Lemma 5.2: ``w_k ≈ r b̄_k μ̄``,
+      ``sign b̄_k = sign a_k`` for the balanced init);
     * ``nar``, ``par`` — fraction of neurons in Sarussi et al.'s NAR / PAR
       (Defs 6.2, 6.3), the neurons grouped by the sign of ``a_j`` (``a_j > 0``:
       the w's, ``a_j < 0``: the u's) since here the second layer is trained.
@@ -253,7 +253,7 @@ def best_two_ray_distance(r_plus, r_minus, X, g) -> float:
     return float(np.linalg.norm(A @ coef - g) / np.linalg.norm(g))
 
 
-# ------------------------------------------------------------------ per-seed runs of the pages
+# ---------------------------------------------------------- per-seed runs of the pages
 
 
 def live_gap(W, a, X, w_plus, w_minus) -> float:
@@ -394,9 +394,10 @@ def lyu_limit_run(
     atol: float = 1e-8,
     n_snapshots: int = 60,
 ) -> dict:
-    """Lyu et al. Thm 4.3 / 4.2 on symmetric data (draw ``seed``, :func:`twolayer.regimes.lyu_data`),
-    Gaussian init of scale ``sigma``: the relative sup gap to ``(1+α)/4⟨w*, x⟩`` and the
-    normalised margin over the global maximum along the flow; phase I's rival ``μ̄``."""
+    """Lyu et al. Thm 4.3 / 4.2 on symmetric data (draw ``seed``,
+    :func:`twolayer.regimes.lyu_data`), Gaussian init of scale ``sigma``: the relative
+    sup gap to ``(1+α)/4⟨w*, x⟩`` and the normalised margin over the global maximum
+    along the flow; phase I's rival ``μ̄``."""
     from .flows import gradient_flow
     from .regimes import lyu_data
 
@@ -606,7 +607,7 @@ def group_mass_ratio(W, a) -> float:
     return float(np.linalg.norm(W[a > 0]) / np.linalg.norm(W[a < 0]))
 
 
-# ------------------------------------------------------------------ one hypothesis moved at a time
+# ------------------------------------------------------ one hypothesis moved at a time
 
 
 def nonsymmetric_data(
@@ -630,8 +631,8 @@ def nonsymmetric_data(
         X,
         y,
         f"non-symmetric Gaussians (n={n}, d={d}, std={std:g})",
-        f"positives N(3e1, s²I), negatives N(−3e1 + 1.5e2, s²I), s = {std:g}, seed {seed}, "
-        f"scaled to max norm 1",
+        f"positives N(3e1, s²I), negatives N(−3e1 + 1.5e2, s²I), s = {std:g}, "
+        f"seed {seed}, scaled to max norm 1",
     )
 
 
@@ -646,12 +647,13 @@ def move_point(
     signs=None,
     target: str = "phuong",
 ) -> dict:
-    """One flow for a hypothesis move: balanced init (``signs`` forces the output signs),
-    gradient flow to ``t_max``; Phuong's gap (:func:`live_gap`, NaN when a class has no
-    max-margin direction), Min's alignment time ``t1`` in paper time and ``log n/√μ``
-    (NaN when ``μ ≤ 0``), and with ``target="hinted"`` the relative sup gaps to Lyu's
-    hinted limit ``½φ(⟨w*, x⟩)`` and to the symmetric-data limit ``(1+α)/4⟨w*, x⟩``
-    (``w*`` of the data without the three hint points, the last three rows)."""
+    """One flow for a hypothesis move: balanced init (``signs`` forces the output
+    signs), gradient flow to ``t_max``; Phuong's gap (:func:`live_gap`, NaN when a
+    class has no max-margin direction), Min's alignment time ``t1`` in paper time and
+    ``log n/√μ`` (NaN when ``μ ≤ 0``), and with ``target="hinted"`` the relative sup
+    gaps to Lyu's hinted limit ``½φ(⟨w*, x⟩)`` and to the symmetric-data limit
+    ``(1+α)/4⟨w*, x⟩`` (``w*`` of the data without the three hint points, the last
+    three rows)."""
     from .flows import gradient_flow
 
     X, y = data.X, data.y
