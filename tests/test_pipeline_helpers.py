@@ -7,10 +7,12 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from twolayer import pipeline
+from twolayer.pipeline import cache
 
 
 def test_tmp_folder_names_carry_their_owner(tmp_path):
@@ -289,3 +291,23 @@ def test_a_page_error_is_a_message_and_status_1(tmp_path, monkeypatch, capsys):
     )
     assert pipeline.main(["lock", "ch/a"]) == 1
     assert "ch/a: not built yet" in capsys.readouterr().err
+
+
+def test_a_recomputed_stored_grid_re_executes_the_page_that_reads_it(tmp_path):
+    real = pipeline.Paths(Path(__file__).resolve().parents[1])
+    root = tmp_path / "book_root"
+    (root / "data" / "sweeps").mkdir(parents=True)
+    (root / "lib").symlink_to(real.lib.parent)
+    pages = ("synthesis/regimes", "lyu2021/phase1")
+    for page in pages:
+        (root / "book" / page).parent.mkdir(parents=True, exist_ok=True)
+        src = real.book / f"{page}.ipynb"
+        (root / "book" / f"{page}.ipynb").write_bytes(src.read_bytes())
+    paths = pipeline.Paths(root)
+    grid = root / "data" / "sweeps" / "synthesis_lyu.parquet"
+    grid.write_bytes(b"one")
+    before = [cache.stored_grids_fingerprint(paths, p) for p in pages]
+    grid.write_bytes(b"two")
+    after = [cache.stored_grids_fingerprint(paths, p) for p in pages]
+    assert before[0] != after[0], "the regimes page reads the grids: its key moves"
+    assert before[1] == after[1], "a page that does not read them keeps its key"

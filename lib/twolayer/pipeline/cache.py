@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .. import claims as claims_mod
 from .. import data as data_mod
-from .imports import library_fingerprint
+from .imports import library_fingerprint, notebook_modules
 from .pages import Paths, resolve
 
 
@@ -44,6 +44,7 @@ def cache_key(paths: Paths, nb: str, params: dict) -> str:
     for part in (
         notebook_source(resolve(paths, nb)),
         library_fingerprint(paths.lib, resolve(paths, nb)).encode(),
+        stored_grids_fingerprint(paths, nb).encode(),
         data_mod.fingerprint().encode(),
         json.dumps(params, sort_keys=True).encode(),
         nb.encode(),
@@ -51,6 +52,22 @@ def cache_key(paths: Paths, nb: str, params: dict) -> str:
     ):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()[:24]
+
+
+STORED_GRIDS = {"twolayer.regimes": "synthesis_*.parquet"}  # module -> files it reads
+
+
+def stored_grids_fingerprint(paths: Paths, nb: str) -> str:
+    """Hash of the stored grids (``data/sweeps``) a page reads through the module
+    that loads them: a recomputed grid re-executes the page that plots it."""
+    h = hashlib.sha256()
+    modules = notebook_modules(paths.lib, resolve(paths, nb))
+    for module, pattern in STORED_GRIDS.items():
+        if module in modules:
+            for f in sorted((paths.root / "data" / "sweeps").glob(pattern)):
+                h.update(f.name.encode())
+                h.update(hashlib.sha256(f.read_bytes()).digest())
+    return h.hexdigest()
 
 
 def versions() -> dict:
