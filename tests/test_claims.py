@@ -538,3 +538,53 @@ def test_text_table_is_portable(capsys):
         "-",
     ], "round-off of an identity differs between machines: not locked"
     assert out[3].split()[4] == "3e-9", "drift beyond round-off is visible"
+
+
+def test_a_probability_that_does_not_reproduce_names_its_causes():
+    led = Ledger(PAGE)
+    led.probability(
+        id="phuong2021.thm1.event",
+        source="Lemma",
+        statement="event rate",
+        successes=[True] * 80 + [False] * 20,
+        bound=0.75,
+        why="w",
+        horizon="init",
+    )
+    with pytest.raises(ValueError, match="free text alone is not a diagnosis"):
+        led.probability(
+            id="phuong2021.thm1.prob",
+            source="Thm 1",
+            statement="limit reached",
+            successes=[True] * 60 + [False] * 40,
+            bound=0.75,
+            why="w",
+            horizon=H,
+            diagnosis="other KKT directions",
+        )
+    p = led.probability(
+        id="phuong2021.thm1.prob",
+        source="Thm 1",
+        statement="limit reached",
+        successes=[True] * 60 + [False] * 40,
+        bound=0.75,
+        why="w",
+        horizon=H,
+        diagnosis="other KKT directions",
+        causes=["phuong2021.thm1.event"],
+    )
+    assert p.verdict == "does not reproduce" and not p.failing
+    with pytest.raises(ValueError, match="only a prediction"):
+        led.probability(
+            id="phuong2021.thm1.f",
+            source="book",
+            statement="s",
+            kind="finding",
+            successes=[True] * 30,
+            bound=0.5,
+            why="w",
+            horizon=H,
+            diagnosis="d",
+            causes=["phuong2021.thm1.event"],
+        )
+    led.finish(display=False)

@@ -353,14 +353,7 @@ class Ledger:
         claims on this page that measured the separated causes) only for a
         paper statement that does not reproduce.
         """
-        if diagnosis and not list(causes):
-            raise ValueError(
-                f"claim {id!r}: a diagnosis must name the ids of the claims on this "
-                "page that measured the separated causes (causes=[...]); free text "
-                "alone is not a diagnosis"
-            )
-        if list(causes) and not diagnosis.strip():
-            raise ValueError(f"claim {id!r}: causes given without a diagnosis")
+        _check_diagnosis(id, diagnosis, causes)
         return self._compared(
             id,
             source,
@@ -422,18 +415,27 @@ class Ledger:
         horizon: str,
         kind: str = "prediction",
         rival: Rival | None = None,
+        diagnosis: str = "",
+        causes: Sequence[str] = (),
         digits: int = 3,
     ) -> Claim:
         """ "With probability ≥ ``bound``": the frequency of ``successes`` (one bool
         per independent seed) holds unless it is below ``bound`` by more than the
         one-sided 95 % binomial margin; the threshold stored is that critical
-        frequency, ``spread`` the 95 % Clopper–Pearson interval."""
+        frequency, ``spread`` the 95 % Clopper–Pearson interval. A paper's
+        probability that does not reproduce takes ``diagnosis`` and ``causes`` as
+        :meth:`prediction`."""
         from scipy.stats import binomtest
 
         if kind not in ("prediction", "finding"):
             raise ValueError(
                 f"claim {id!r}: a probability is a prediction or a finding, not "
                 f"{kind!r}"
+            )
+        _check_diagnosis(id, diagnosis, causes)
+        if diagnosis and kind != "prediction":
+            raise ValueError(
+                f"claim {id!r}: only a prediction can be 'does not reproduce'"
             )
         flags = [
             bool(s)
@@ -466,6 +468,8 @@ class Ledger:
             digits,
             seeds=n,
             spread=(ci.low, ci.high),
+            diagnosis=str(diagnosis),
+            causes=tuple(causes),
         )
         if rival is not None:
             try:
@@ -786,6 +790,18 @@ class Ledger:
             raise ClaimFailed(
                 f"{len(failed)} claim(s) of {self.notebook} fail: {lines}"
             )
+
+
+def _check_diagnosis(id: str, diagnosis: str, causes: Sequence[str]) -> None:
+    """A diagnosis names the claims on the page that measured the separated causes."""
+    if diagnosis and not list(causes):
+        raise ValueError(
+            f"claim {id!r}: a diagnosis must name the ids of the claims on this "
+            "page that measured the separated causes (causes=[...]); free text "
+            "alone is not a diagnosis"
+        )
+    if list(causes) and not diagnosis.strip():
+        raise ValueError(f"claim {id!r}: causes given without a diagnosis")
 
 
 def _fields(claim: Claim) -> dict:
