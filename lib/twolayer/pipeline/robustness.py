@@ -244,12 +244,31 @@ def _link(page: str) -> str:
     return f"[{page}]({page}.ipynb)" if page in _TOC else f"`{page}`"
 
 
+def _crashed(df) -> list[str]:
+    """The blocks on which a page stopped before recording its claims."""
+    error = df["error"].fillna("")
+    skipped = error.str.startswith("not executed")
+    crashed = df[df["claim"].isna() & (error != "") & ~skipped]
+    if not len(crashed):
+        return []
+    out = [
+        "Blocks on which the page stopped before recording its claims (they count as "
+        "not holding there):",
+        "",
+    ]
+    for r in crashed.itertuples():
+        seed = getattr(r, "seed", None)
+        where = f" `seed = {int(seed)}`" if seed is not None and seed == seed else ""
+        out.append(f"- {_link(r.page)}{where}: {r.error}")
+    return [*out, ""]
+
+
 def _row(r) -> str:
     held = f"{r.holds}/{r.points}" + (f" (+{r.exempt} as stated)" if r.exempt else "")
     rival = (
-        "–"
-        if r.rival is None
-        else f"{r.rival}: [{_num(r.rival_lo)}, {_num(r.rival_hi)}]"
+        f"{r.rival}: [{_num(r.rival_lo)}, {_num(r.rival_hi)}]"
+        if isinstance(r.rival, str)
+        else "–"
     )
     stale = " (stale)" if r.stale else ""
     return (
@@ -391,6 +410,7 @@ def markdown(paths: Paths, figures: bool = True) -> str:
                 out.append(f"- `{r.claim}` ({_link(r.page)}): {r.error}")
             if len(errs):
                 out.append("")
+            out += _crashed(df)
         else:
             out += [
                 "None: every swept claim holds, with its rival failing, on every "
@@ -420,7 +440,9 @@ def markdown(paths: Paths, figures: bool = True) -> str:
                     f":name: robustness-{chapter}",
                     "",
                     "Each claim's measured range over the held-out seeds (thick; blue: "
-                    "holds on every block, red: not) and its rival's (grey dots), as "
+                    "holds on every block, orange: holds except where its page says it "
+                    "does not, "
+                    "red: not) and its rival's (grey dots), as "
                     "the signed margin to the threshold relative to max(|threshold|, "
                     "|value|), clipped to ±2.",
                     "```",
