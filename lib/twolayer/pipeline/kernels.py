@@ -135,10 +135,11 @@ def _fork_kernel(request: dict) -> int:
         kernel = -1
         try:
             os.close(read)
+            me = os.getpid()  # not os.getppid() in the kernel: the middle may be gone
             kernel = os.fork()
             if kernel == 0:
                 os.close(write)
-                _run_kernel(request, middle=os.getppid())
+                _run_kernel(request, middle=me)
         finally:
             os.write(write, str(kernel).encode())
             os._exit(0)
