@@ -12,8 +12,11 @@ Rooms (one idea each):
 - :mod:`metrics` — measurements shared by several papers;
 - :mod:`theory` — one module per paper (``phuong2021``, ``sarussi2021``,
   ``min2024``, ``lyu2021``) and ``margins`` (SVMs and KKT checks);
-- :mod:`synthesis`, :mod:`sweeps` — the four predictions on one run, parallel sweeps;
-- :mod:`claims` — the claims ledger (predictions with rivals, identities, assumptions);
+- :mod:`synthesis`, :mod:`regimes` — the four predictions on one run; the regime
+  maps over init scale, width and seeds (stored grids);
+- :mod:`sweeps` — a function over points in parallel processes;
+- :mod:`claims` — the claims ledger (predictions and findings over seeds with
+  rivals, probabilities, identities, assumptions);
 - :mod:`parameters` — notebooks' parameter declarations and the check of rerun values;
 - :mod:`plots` — the book's figure style and shared figures;
 - :mod:`prose` — ``glue`` for numbers quoted in the text;
@@ -21,7 +24,7 @@ Rooms (one idea each):
 - :mod:`pipeline` — executing, caching and rendering the book (the ``twolayer``
   command), one job per module: ``pages``, ``imports`` (the import graph that
   keys the cache), ``cache``, ``record``, ``runner``, ``kernels``, ``generated``,
-  ``render``, ``lock``, ``cli``.
+  ``render``, ``lock``, ``sweep``, ``robustness``, ``cli``.
 """
 
 from __future__ import annotations

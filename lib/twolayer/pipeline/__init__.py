@@ -27,6 +27,10 @@ One job per module:
 - :mod:`.generated` — the claims ledger and parameters pages (Markdown);
 - :mod:`.render` — staging the book source and rendering it with Jupyter Book;
 - :mod:`.lock` — storing claims tables in the source notebooks (for nbval);
+- :mod:`.sweep` — a page over a grid of parameters as dask.distributed tasks
+  (``twolayer sweep``), one tidy Parquet table;
+- :mod:`.robustness` — the held-out-seed sweeps of every page (``make sweeps``)
+  and the robustness page;
 - :mod:`.cli` — the ``twolayer`` command.
 """
 

@@ -14,11 +14,13 @@ from pathlib import Path
 
 from .generated import claims_markdown, parameters_markdown
 from .pages import Paths, book_pages, parameters
+from .robustness import stale_markdown
 
 # Markers in the book's Markdown and the functions whose output replaces them.
 GENERATED = {
     "<!-- CLAIMS_TABLE -->": claims_markdown,
     "<!-- PARAMETERS_TABLE -->": parameters_markdown,
+    "<!-- SWEEPS_STALE -->": stale_markdown,
 }
 
 
