@@ -816,8 +816,3 @@ def load_all(root: str | os.PathLike) -> list[dict]:
         payload = json.loads(p.read_text())
         out.extend({**c, "notebook": payload["notebook"]} for c in payload["claims"])
     return out
-
-
-# Old private names, still used by modules others are editing (issue 34): remove
-# once pipeline/sweep.py uses the public name.
-_clopper_pearson_floor = clopper_pearson_floor

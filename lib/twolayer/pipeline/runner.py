@@ -405,12 +405,3 @@ def publish(paths: Paths, results: list[RunResult]) -> None:
                 tmp = dest.with_name(dest.name + suffix + ".tmp")
                 shutil.copyfile(src, tmp)
                 os.replace(tmp, dest.with_name(dest.name + suffix))
-
-
-# Old private names, still used by modules others are editing (issue 34): remove
-# once pipeline/cli.py, pipeline/sweep.py and pipeline/robustness.py use the public
-# names.
-_raise_interrupted = raise_interrupted
-_worker_signals = worker_signals
-_execute = execute_one
-_last_seconds = last_seconds

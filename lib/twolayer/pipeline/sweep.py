@@ -12,7 +12,7 @@
 3. submits the points not in the cache as tasks (:func:`run_point`) to a
    ``LocalCluster`` with one single-threaded worker process per core, or to an
    existing scheduler (``--scheduler`` / ``$TWOLAYER_DASK_SCHEDULER``). Each
-   task runs the page with :func:`twolayer.pipeline.runner._execute` — what
+   task runs the page with :func:`twolayer.pipeline.runner.execute_one` — what
    ``rerun`` runs — in one process the worker keeps for the whole sweep, so the
    warm kernel zygote of :mod:`.kernels` is reused: a point pays neither a
    fresh kernel start nor the imports. A worker whose ``twolayer`` library
@@ -237,7 +237,7 @@ def code_key() -> str:
 
     from . import cache
 
-    versions = getattr(cache, "versions", None) or cache._versions
+    versions = cache.versions
     base = Path(twolayer.__file__).resolve().parent
     h = hashlib.sha256(json.dumps(versions(), sort_keys=True).encode())
     for f in sorted(base.rglob("*.py")):
@@ -302,7 +302,7 @@ _POOL_LOCK = threading.Lock()
 def _pool() -> cf.ProcessPoolExecutor:
     """This worker's one executing process, kept for the whole sweep (its kernel
     zygote too). It is started from a thread that lives as long as the worker:
-    the parent-death signal it sets (``runner._worker_signals``) follows the
+    the parent-death signal it sets (``runner.worker_signals``) follows the
     thread that started it, not the process."""
     global _POOL
     with _POOL_LOCK:
@@ -323,7 +323,7 @@ def _pool() -> cf.ProcessPoolExecutor:
                 pool = cf.ProcessPoolExecutor(
                     max_workers=1,
                     mp_context=mp.get_context("spawn"),
-                    initializer=runner._worker_signals,
+                    initializer=runner.worker_signals,
                 )
                 pool.submit(int).result()  # start the process now, from this thread
                 box["pool"] = pool
@@ -415,7 +415,7 @@ def run_point(
         out = (
             _pool()
             .submit(
-                runner._execute,
+                runner.execute_one,
                 str(paths.root),
                 page,
                 dict(run_params),
@@ -834,9 +834,9 @@ def required_points(n: int, bound: float | None) -> int:
     (one-sided 95 % binomial test)."""
     if bound is None:
         return n
-    from ..claims import _clopper_pearson_floor
+    from ..claims import clopper_pearson_floor
 
-    return _clopper_pearson_floor(n, bound)
+    return clopper_pearson_floor(n, bound)
 
 
 def _exempt(r) -> bool:
