@@ -17,6 +17,7 @@ PAGE = "phuong2021/fig1_two_layer"
 H = "t = 1e300"
 SEEDS = [0.9991, 0.9993, 0.9990, 0.9995, 0.9992]
 EARLY = [0.95, 0.94, 0.951, 0.948, 0.947]
+LARGE = Rival("large init", [True] * 50 + [False] * 50)
 
 
 def predict(led, id="phuong2021.thm1.cos", measured=SEEDS, rival=None, **kw):
@@ -79,6 +80,21 @@ def test_rival_that_passes_or_fails_by_too_little_is_refused():
             rival=Rival("r", [0.986, 0.9, 0.91, 0.92, 0.93]),
         )
     assert led.claims == [], "a claim that cannot discriminate is not recorded"
+
+
+def test_a_claim_failing_on_a_seed_is_recorded_as_failing_not_refused():
+    led = Ledger(PAGE)
+    c = predict(
+        led,
+        id="phuong2021.thm1.held_out",
+        measured=SEEDS[:4] + [0.95],
+        rival=Rival("r", [0.96, 0.9, 0.91, 0.92, 0.93]),
+    )
+    assert c.verdict == "fails" and c.rival["measured"] == 0.96, (
+        "a held-out seed breaking the claim shows as 'fails', with its rival"
+    )
+    with pytest.raises(ClaimFailed):
+        led.finish(display=False)
 
 
 def test_constant_rival_is_refused():
@@ -304,8 +320,14 @@ def test_probability_with_binomial_margin():
         bound=0.875,
         why="1 - 2^-3",
         horizon=H,
+        rival=LARGE,
     )
     assert p.verdict == "holds" and p.seeds == 100 and p.threshold < 0.875
+    rec = led.records()[0]
+    assert rec["spread"] is None and "95% interval" in rec["why"], (
+        "a frequency is one number: no seed spread that could cross its threshold"
+    )
+    assert rec["rival"]["measured"] == 0.5
     q = led.probability(
         id="phuong2021.thm1.prob2",
         source="Thm 1",
@@ -314,8 +336,9 @@ def test_probability_with_binomial_margin():
         bound=0.875,
         why="1 - 2^-3",
         horizon=H,
+        rival=Rival("large init", [True] * 90 + [False] * 10),
     )
-    assert q.verdict == "fails"
+    assert q.verdict == "fails", "a failing frequency is recorded, rival or not"
     with pytest.raises(ValueError, match=">= 20 trials"):
         led.probability(
             id="phuong2021.thm1.prob3",
@@ -325,6 +348,42 @@ def test_probability_with_binomial_margin():
             bound=0.5,
             why="w",
             horizon=H,
+            rival=LARGE,
+        )
+
+
+def test_probability_needs_a_rival_that_fails_its_own_binomial_test():
+    led = Ledger(PAGE)
+    kw = dict(
+        source="Thm 1",
+        statement="converges",
+        successes=[True] * 95 + [False] * 5,
+        bound=0.875,
+        why="1 - 2^-3",
+        horizon=H,
+    )
+    with pytest.raises(ValueError, match="needs rival=Rival"):
+        led.probability(id="phuong2021.thm1.a", **kw)
+    with pytest.raises(ValueError, match="one boolean per trial"):
+        led.probability(id="phuong2021.thm1.a", rival=Rival("large", 0.3), **kw)
+    with pytest.raises(CannotDiscriminate, match="not significantly below"):
+        led.probability(
+            id="phuong2021.thm1.a",
+            rival=Rival("large", [True] * 82 + [False] * 18),
+            **kw,
+        )
+    with pytest.raises(CannotDiscriminate, match="is measured at"):
+        led.probability(
+            id="phuong2021.thm1.a", rival=Rival("large", LARGE.measured, "t = 1"), **kw
+        )
+    assert led.claims == []
+    event = led.probability(
+        id="phuong2021.thm1.event", kind="assumption", **{**kw, "horizon": "init"}
+    )
+    assert event.rival is None and event.verdict == "holds"
+    with pytest.raises(ValueError, match="takes no rival"):
+        led.probability(
+            id="phuong2021.thm1.event2", kind="assumption", rival=LARGE, **kw
         )
 
 
@@ -550,6 +609,7 @@ def test_a_probability_that_does_not_reproduce_names_its_causes():
         bound=0.75,
         why="w",
         horizon="init",
+        kind="assumption",
     )
     with pytest.raises(ValueError, match="free text alone is not a diagnosis"):
         led.probability(
@@ -560,6 +620,7 @@ def test_a_probability_that_does_not_reproduce_names_its_causes():
             bound=0.75,
             why="w",
             horizon=H,
+            rival=LARGE,
             diagnosis="other KKT directions",
         )
     p = led.probability(
@@ -570,6 +631,7 @@ def test_a_probability_that_does_not_reproduce_names_its_causes():
         bound=0.75,
         why="w",
         horizon=H,
+        rival=LARGE,
         diagnosis="other KKT directions",
         causes=["phuong2021.thm1.event"],
     )
@@ -584,6 +646,7 @@ def test_a_probability_that_does_not_reproduce_names_its_causes():
             bound=0.5,
             why="w",
             horizon=H,
+            rival=LARGE,
             diagnosis="d",
             causes=["phuong2021.thm1.event"],
         )

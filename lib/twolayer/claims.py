@@ -12,12 +12,15 @@ through ``$TWOLAYER_PAGE``) and records its claims, each of one of four kinds
   at the same horizon (or explicitly the initial / early-phase state), on the
   strongest alternative the theorem rules out — whose whole spread must fail the
   relation by a margin (:func:`margin`); otherwise :class:`CannotDiscriminate`.
+  A claim that fails on its worst seed is recorded as failing (its rival kept,
+  not judged), so a held-out seed that breaks it shows as "fails".
   A failing prediction with a ``diagnosis`` and the ids of the claims on the same
   page that measured the separated ``causes`` is "does not reproduce".
 * :meth:`Ledger.finding` — the book's own result beyond the paper; same rules, no
   "does not reproduce".
 * :meth:`Ledger.probability` — a statement "with probability ≥ p": the measured
-  frequency of successes, judged with a one-sided 95 % binomial margin.
+  frequency of successes, judged with a one-sided 95 % binomial margin; its rival
+  (the event counted on the alternative) must fail the same test.
 * :meth:`Ledger.identity` — an exact statement, tolerance ≤ 1e-6 of its scale.
 * :meth:`Ledger.assumption` — a hypothesis on the data or setting. When it is not
   met and the page says so (``note``), that is information, not a failure.
@@ -422,38 +425,42 @@ class Ledger:
         """ "With probability ≥ ``bound``": the frequency of ``successes`` (one bool
         per independent seed) holds unless it is below ``bound`` by more than the
         one-sided 95 % binomial margin; the threshold stored is that critical
-        frequency, ``spread`` the 95 % Clopper–Pearson interval. A paper's
-        probability that does not reproduce takes ``diagnosis`` and ``causes`` as
-        :meth:`prediction`."""
-        from scipy.stats import binomtest
+        frequency. The frequency is one number (``spread`` null); its 95 %
+        Clopper–Pearson interval is written into ``why``.
 
-        if kind not in ("prediction", "finding"):
+        A prediction or finding needs ``rival=Rival(name, successes)`` — the same
+        event counted per trial on the alternative — which must fail the same
+        one-sided test (its frequency below its own critical frequency). An
+        ``assumption`` (an event of the initialisation or the data) needs none. A
+        paper's probability that does not reproduce takes ``diagnosis`` and
+        ``causes`` as :meth:`prediction`."""
+        if kind not in ("prediction", "finding", "assumption"):
             raise ValueError(
-                f"claim {id!r}: a probability is a prediction or a finding, not "
-                f"{kind!r}"
+                f"claim {id!r}: a probability is a prediction, a finding or an "
+                f"assumption, not {kind!r}"
             )
         _check_diagnosis(id, diagnosis, causes)
         if diagnosis and kind != "prediction":
             raise ValueError(
                 f"claim {id!r}: only a prediction can be 'does not reproduce'"
             )
-        flags = [
-            bool(s)
-            for s in (successes.tolist() if hasattr(successes, "tolist") else successes)
-        ]
-        if len(flags) < 20:
+        if kind != "assumption" and not isinstance(rival, Rival):
             raise ValueError(
-                f"claim {id!r}: a probability needs >= 20 trials, got {len(flags)}"
+                f"{kind} {id!r} needs rival=Rival(name, per-trial successes): the "
+                "same event counted on the alternative"
             )
+        if kind == "assumption" and rival is not None:
+            raise ValueError(f"assumption {id!r}: an assumption takes no rival")
+        flags = _flags(successes, f"successes of {id!r}")
         bound = _number(bound, f"bound of {id!r}")
         if not 0 < bound < 1:
             raise ValueError(f"claim {id!r}: bound must be in (0, 1), got {bound}")
         n, k = len(flags), sum(flags)
-        critical = clopper_pearson_floor(n, bound) / n
-        ci = binomtest(k, n).proportion_ci(0.95)
+        lo, hi = _binomial_interval(k, n)
         why = (
             f"{why} — bound {significant(bound, 4)} less the one-sided 95% binomial "
-            f"margin at n = {n}"
+            f"margin at n = {n}; frequency {k}/{n}, 95% interval "
+            f"[{significant(lo, 2)}, {significant(hi, 2)}]"
         )
         claim = self._add(
             id,
@@ -462,22 +469,52 @@ class Ledger:
             statement,
             (k / n,),
             ">=",
-            critical,
+            clopper_pearson_floor(n, bound) / n,
             why,
             str(horizon),
             digits,
             seeds=n,
-            spread=(ci.low, ci.high),
+            spread=None,
             diagnosis=str(diagnosis),
             causes=tuple(causes),
         )
         if rival is not None:
             try:
-                self._check_rival(claim, (k / n,), rival, deterministic_claim=True)
+                self._check_frequency_rival(claim, rival, bound)
             except (CannotDiscriminate, ValueError):
                 self.claims.pop()
                 raise
         return self.claims[-1]
+
+    def _check_frequency_rival(self, claim: Claim, rival: Rival, bound: float) -> None:
+        """The rival's event, counted per trial, must fail the claim's one-sided
+        binomial test at its own number of trials."""
+        name = str(rival.name).strip()
+        if not name:
+            raise ValueError(f"claim {claim.id!r}: the rival needs a name")
+        flags = _flags(rival.measured, f"rival of {claim.id!r}")
+        horizon = claim.horizon if rival.horizon is None else str(rival.horizon)
+        _check_rival_horizon(claim, name, horizon)
+        n, k = len(flags), sum(flags)
+        critical = clopper_pearson_floor(n, bound)
+        if claim.holds and k >= critical:
+            raise CannotDiscriminate(
+                f"claim {claim.id!r} cannot discriminate: its rival {name!r} has "
+                f"{k}/{n} successes, not significantly below the bound "
+                f"{significant(bound, 4)} (it must have fewer than {critical})"
+            )
+        self.claims[-1] = Claim(
+            **{
+                **_fields(claim),
+                "rival": {
+                    "name": name,
+                    "measured": k / n,
+                    "spread": None,
+                    "horizon": horizon,
+                    "values": [k / n],
+                },
+            }
+        )
 
     def identity(
         self,
@@ -616,18 +653,15 @@ class Ledger:
         if len(rv) > 1:
             _seeds_ok(rv, rival.deterministic, f"rival of {claim.id!r}")
         horizon = claim.horizon if rival.horizon is None else str(rival.horizon)
-        if horizon != claim.horizon and not horizon.strip().lower().startswith(
-            EARLY_HORIZONS
-        ):
-            raise CannotDiscriminate(
-                f"claim {claim.id!r}: the rival {name!r} is measured at {horizon!r}, "
-                f"not at the claim's horizon {claim.horizon!r} (nor the initial / "
-                "early-phase state)"
-            )
+        _check_rival_horizon(claim, name, horizon)
         passes = RELATIONS[claim.relation]
         nearest = best(rv, claim.relation)
         need = margin(values, rv, claim.threshold, claim.relation)
-        if passes(nearest, claim.threshold) or abs(nearest - claim.threshold) <= need:
+        # A claim that fails on its worst seed is recorded as failing: whether its
+        # rival would have been told apart no longer matters.
+        if claim.holds and (
+            passes(nearest, claim.threshold) or abs(nearest - claim.threshold) <= need
+        ):
             raise CannotDiscriminate(
                 f"claim {claim.id!r} cannot discriminate: its rival {name!r} measures "
                 f"{significant(nearest, 4)} against {claim.relation} "
@@ -717,7 +751,7 @@ class Ledger:
     def _shown(self, c: Claim) -> str:
         if c.kind == "identity":
             return identity_text(c.measured, self._scales.get(c.id, 1.0))
-        if c.spread and c.seeds > len(c.values):  # a frequency: its value, 2 digits
+        if c.seeds > len(c.values):  # a frequency: its value at ``digits``
             return significant(c.measured, c.digits)
         return portable(c.values or (c.measured,), c.digits)
 
@@ -790,6 +824,42 @@ class Ledger:
             raise ClaimFailed(
                 f"{len(failed)} claim(s) of {self.notebook} fail: {lines}"
             )
+
+
+def _check_rival_horizon(claim: Claim, name: str, horizon: str) -> None:
+    """A rival is measured at the claim's horizon, or at the initial / early-phase
+    state named as such."""
+    if horizon != claim.horizon and not horizon.strip().lower().startswith(
+        EARLY_HORIZONS
+    ):
+        raise CannotDiscriminate(
+            f"claim {claim.id!r}: the rival {name!r} is measured at {horizon!r}, "
+            f"not at the claim's horizon {claim.horizon!r} (nor the initial / "
+            "early-phase state)"
+        )
+
+
+def _flags(successes, name: str) -> list[bool]:
+    """Per-trial outcomes of a probability statement: booleans, at least 20."""
+    seq = successes.tolist() if hasattr(successes, "tolist") else successes
+    if isinstance(seq, (bool, int, float)):
+        raise ValueError(
+            f"{name}: give one boolean per trial, not a single frequency ({seq!r})"
+        )
+    flags = list(seq)
+    if not all(isinstance(f, bool) or f in (0, 1) for f in flags):
+        raise ValueError(f"{name}: every trial must be True/False")
+    if len(flags) < 20:
+        raise ValueError(f"{name}: a probability needs >= 20 trials, got {len(flags)}")
+    return [bool(f) for f in flags]
+
+
+def _binomial_interval(k: int, n: int) -> tuple[float, float]:
+    """The 95 % Clopper–Pearson interval of ``k`` successes in ``n`` trials."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(0.95)
+    return ci.low, ci.high
 
 
 def _check_diagnosis(id: str, diagnosis: str, causes: Sequence[str]) -> None:
