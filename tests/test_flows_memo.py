@@ -26,10 +26,10 @@ def _entries(store):
 
 
 def test_a_repeated_gd_run_is_read_back_with_the_final_parameters(store, ds):
-    first = models.TwoLayerNet(3, 8, scale=0.1, seed=0)
+    first = models.TwoLayerNet(3, 8, init_scale=0.1, seed=0)
     a = flows.gd(first, ds, lr=0.5, steps=50, n_snapshots=5)
     assert len(_entries(store)) == 1
-    second = models.TwoLayerNet(3, 8, scale=0.1, seed=0)
+    second = models.TwoLayerNet(3, 8, init_scale=0.1, seed=0)
     b = flows.gd(second, ds, lr=0.5, steps=50, n_snapshots=5)
     assert len(_entries(store)) == 1, "the same run is not stored twice"
     np.testing.assert_array_equal(a.loss, b.loss)
@@ -39,7 +39,7 @@ def test_a_repeated_gd_run_is_read_back_with_the_final_parameters(store, ds):
 
 def test_any_changed_input_is_a_different_run(store, ds):
     def run(**kw):
-        args = dict(scale=0.1, seed=0, alpha=0.0)
+        args = dict(init_scale=0.1, seed=0, alpha=0.0)
         args.update({k: kw.pop(k) for k in list(kw) if k in args})
         net = models.TwoLayerNet(3, 8, **args)
         return flows.gd(
@@ -55,7 +55,7 @@ def test_any_changed_input_is_a_different_run(store, ds):
 
 
 def test_gradient_flow_is_stored_and_leaves_the_model_alone(store, ds):
-    net = models.TwoLayerNet(3, 6, scale=0.1, seed=0)
+    net = models.TwoLayerNet(3, 6, init_scale=0.1, seed=0)
     W0 = net.W.detach().clone()
     a = flows.gradient_flow(net, ds, 1e3, n_snapshots=4)
     b = flows.gradient_flow(net, ds, 1e3, n_snapshots=4)
@@ -65,7 +65,7 @@ def test_gradient_flow_is_stored_and_leaves_the_model_alone(store, ds):
 
 
 def test_runs_with_callbacks_or_without_a_store_are_computed(store, ds, monkeypatch):
-    net = models.TwoLayerNet(3, 6, scale=0.1, seed=0)
+    net = models.TwoLayerNet(3, 6, init_scale=0.1, seed=0)
     flows.gd(net, ds, lr=0.5, steps=5, callbacks={"norm": lambda m: float(m.W.norm())})
     assert _entries(store) == []
     monkeypatch.setenv(memo.RUN_CACHE_ENV, "")
@@ -106,7 +106,8 @@ def test_a_new_code_version_removes_the_old_versions_entries(store, ds, monkeypa
 def test_gd_many_is_stored_and_restores_every_network(store, ds):
     def nets():
         return [
-            models.TwoLayerNet(3, 4, scale=sc, seed=s) for s, sc in ((0, 0.1), (1, 0.5))
+            models.TwoLayerNet(3, 4, init_scale=sc, seed=s)
+            for s, sc in ((0, 0.1), (1, 0.5))
         ]
 
     first, second = nets(), nets()

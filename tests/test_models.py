@@ -11,13 +11,13 @@ from twolayer import data, flows, models
 
 
 def test_balanced_init_has_a_equal_plus_minus_norm_w():
-    net = models.TwoLayerNet(5, 200, init="balanced", scale=0.3, seed=1)
+    net = models.TwoLayerNet(5, 200, init="balanced", init_scale=0.3, seed=1)
     W, a = net.weights()
     assert W.shape == (200, 5) and a.shape == (200,)
     assert np.allclose(np.abs(a), np.linalg.norm(W, axis=1))
     assert (a > 0).any() and (a < 0).any()
     assert np.isclose(np.sqrt((W**2).sum(1).mean()), 0.3, rtol=0.1), (
-        "w_j ~ N(0, I/d)·scale"
+        "w_j ~ N(0, I/d)·init_scale"
     )
 
 
@@ -33,7 +33,7 @@ def test_balanced_init_with_given_signs():
 
 def test_gaussian_init_scales():
     W, a = models.TwoLayerNet(
-        50, 400, init="gaussian", scale=0.01, second_layer_scale=3.0, seed=0
+        50, 400, init="gaussian", init_scale=0.01, second_layer_scale=3.0, seed=0
     ).weights()
     assert np.isclose(W.std(), 0.01, rtol=0.05)
     assert np.isclose(a.std(), 0.03, rtol=0.15)
@@ -41,11 +41,45 @@ def test_gaussian_init_scales():
 
 def test_default_init_is_scaled_pytorch_uniform():
     d, m, scale = 16, 100, 0.5
-    W, a = models.TwoLayerNet(d, m, init="default", scale=scale, seed=0).weights()
+    W, a = models.TwoLayerNet(d, m, init="default", init_scale=scale, seed=0).weights()
     assert np.abs(W).max() <= scale / np.sqrt(d) and np.abs(
         W
     ).max() > 0.9 * scale / np.sqrt(d)
     assert np.abs(a).max() <= scale / np.sqrt(m)
+
+
+@pytest.mark.parametrize("init", models.INITS)
+def test_init_scale_multiplies_every_parameter(init):
+    """One meaning for every init: (W, a)(λ) = λ·(W, a)(1) for the same seed."""
+    lam = 0.037
+    W1, a1 = models.TwoLayerNet(4, 9, init=init, second_layer_scale=2.0).weights()
+    W, a = models.TwoLayerNet(
+        4, 9, init=init, init_scale=lam, second_layer_scale=2.0
+    ).weights()
+    assert np.allclose(W, lam * W1, rtol=1e-14) and np.allclose(a, lam * a1, rtol=1e-14)
+    R1 = models.ResidualNet(4, width=5, seed=1).weight_matrices()
+    R = models.ResidualNet(4, width=5, init_scale=lam, seed=1).weight_matrices()
+    assert all(np.allclose(x, lam * y, rtol=1e-14) for x, y in zip(R, R1))
+
+
+def test_scale_is_a_deprecated_alias_of_init_scale():
+    def same(a, b):
+        return all(np.array_equal(x, y) for x, y in zip(a, b))
+
+    assert same(
+        models.TwoLayerNet(3, 5, init="gaussian", scale=0.2).weights(),
+        models.TwoLayerNet(3, 5, init="gaussian", init_scale=0.2).weights(),
+    )
+    assert same(
+        models.TwoLayerNet.fixed_second_layer(2, 3, 0.2, scale=0.1).weights(),
+        models.TwoLayerNet.fixed_second_layer(2, 3, 0.2, init_scale=0.1).weights(),
+    )
+    assert same(
+        models.ResidualNet(3, width=4, scale=0.5).weight_matrices(),
+        models.ResidualNet(3, width=4, init_scale=0.5).weight_matrices(),
+    )
+    with pytest.raises(TypeError, match="not both"):
+        models.TwoLayerNet(3, 5, init_scale=0.2, scale=0.1)
 
 
 def test_init_is_deterministic_in_the_seed():
@@ -57,7 +91,9 @@ def test_init_is_deterministic_in_the_seed():
 
 
 def test_fixed_second_layer_is_not_trained():
-    net = models.TwoLayerNet.fixed_second_layer(3, k=4, alpha=0.1, scale=0.1, seed=0)
+    net = models.TwoLayerNet.fixed_second_layer(
+        3, k=4, alpha=0.1, init_scale=0.1, seed=0
+    )
     assert not net.trains_second_layer
     assert [n for n, _ in net.named_parameters()] == ["W"]
     _, a0 = net.weights()
@@ -115,7 +151,8 @@ def test_two_layer_net_is_two_homogeneous():
         (dict(d=2, width=3, alpha=1.0), r"alpha must be in \[0, 1\)"),
         (dict(d=2, width=3, alpha=-0.1), r"alpha must be in \[0, 1\)"),
         (dict(d=2, width=3, init="xavier"), "init must be one of"),
-        (dict(d=2, width=3, scale=0.0), "scale must be > 0"),
+        (dict(d=2, width=3, init_scale=0.0), "init_scale must be > 0"),
+        (dict(d=2, width=3, scale=0.0), "init_scale must be > 0"),
     ],
 )
 def test_two_layer_net_bad_arguments(kwargs, match):
@@ -124,15 +161,15 @@ def test_two_layer_net_bad_arguments(kwargs, match):
 
 
 def test_residual_net_forward_shape_and_bad_depth():
-    net = models.ResidualNet(6, width=10, depth=4, scale=0.5, seed=0)
+    net = models.ResidualNet(6, width=10, depth=4, init_scale=0.5, seed=0)
     out = net(torch.randn(9, 6, dtype=torch.float64))
     assert out.shape == (9,)
     mats = net.weight_matrices()
     assert [m.shape for m in mats] == [(10, 6), (10, 10), (10, 10), (1, 10)]
     with pytest.raises(ValueError, match="depth must be >= 3"):
         models.ResidualNet(6, depth=2)
-    with pytest.raises(ValueError, match="scale must be > 0"):
-        models.ResidualNet(6, scale=-1)
+    with pytest.raises(ValueError, match="init_scale must be > 0"):
+        models.ResidualNet(6, init_scale=-1)
 
 
 def test_conv_net_forward_shape_and_representations():

@@ -5,6 +5,11 @@
   initialisation; optionally a fixed second layer (Sarussi et al.).
 * :class:`ResidualNet` — Phuong & Lampert §5.2.
 * :class:`ConvNet` — Phuong & Lampert App. D (six conv + two FC layers).
+
+The initialisation scale is ``init_scale`` everywhere and means one thing: every
+initial parameter is ``init_scale`` times the unit-scale draw of the same seed
+(``θ(λ) = λ·θ(1)``; the λ, σ or ε of the papers). ``scale=`` is accepted as a
+deprecated alias while notebooks still pass it.
 """
 
 from __future__ import annotations
@@ -20,6 +25,16 @@ from torch.nn import functional as F
 from .validation import positive, to_numpy
 
 INITS = ("balanced", "gaussian", "default")
+
+
+def _init_scale(init_scale: float, scale: float | None) -> float:
+    """``init_scale``, or its deprecated alias ``scale`` when that is given (with an
+    ``init_scale`` other than the default 1 as well: an error)."""
+    if scale is None:
+        return init_scale
+    if init_scale != 1.0:
+        raise TypeError("give init_scale or its deprecated alias scale, not both")
+    return scale
 
 
 @contextlib.contextmanager
@@ -48,16 +63,24 @@ class TwoLayerNet(nn.Module):
     alpha
         Leaky slope α ∈ [0, 1) of ``φ(z) = max(z, αz)``; 0 is ReLU.
     init
-        ``"balanced"`` — ``w_j ~ N(0, I/d)·scale``, ``a_j = s_j‖w_j‖`` with
-        random signs ``s_j`` (Phuong & Lampert §2; Min et al. ``v_j(0)=±‖w_j(0)‖``);
-        ``"gaussian"`` — ``W_ij ~ N(0, scale²)``, ``a_j ~ N(0, (c·scale)²)``
-        (Lyu et al. §4, Min et al. Fig 5);
-        ``"default"`` — PyTorch's ``nn.Linear`` default (uniform
-        ``±1/√fan_in``) times ``scale`` (Phuong & Lampert §5.1).
-    scale
-        Initialisation scale (λ, σ or ε in the papers).
+        The unit-scale draw (``init_scale = 1``):
+        ``"balanced"`` — ``w_j ~ N(0, I/d)`` (so ``E‖w_j‖² = 1``),
+        ``a_j = s_j‖w_j‖`` with random signs ``s_j`` (Phuong & Lampert §2; Min et
+        al. ``v_j(0) = ±‖w_j(0)‖``);
+        ``"gaussian"`` — ``W_ij ~ N(0, 1)``, ``a_j ~ N(0, c²)`` (Lyu et al. §4,
+        Min et al. Fig 5);
+        ``"default"`` — PyTorch's ``nn.Linear`` default, uniform
+        ``±1/√fan_in`` (Phuong & Lampert §5.1).
+    init_scale
+        The initialisation scale λ (σ or ε in the papers): **every** initial
+        parameter is λ times the unit-scale draw of the same seed,
+        ``(W, a)(λ) = λ·(W, a)(1)``, whatever ``init`` is; so ``f`` starts at
+        ``λ²·f(1)`` (``λ·f(1)`` with a fixed second layer, which is not scaled).
+        Balanced: ``E‖w_j‖² = λ²``; Gaussian: ``W_ij ~ N(0, λ²)``,
+        ``a_j ~ N(0, c²λ²)``; default: uniform ``±λ/√fan_in``.
     second_layer_scale
-        ``c`` of the Gaussian init (``a ~ N(0, c²σ²)``).
+        ``c`` of the Gaussian init: the second layer's scale relative to the
+        first (``a ~ N(0, c²λ²)``).
     fixed_signs
         If given, a vector of ±1: the second layer is fixed to it and not trained
         (Sarussi et al. ``N(x) = Σ σ(w_i·x) − Σ σ(u_i·x)``).
@@ -65,6 +88,8 @@ class TwoLayerNet(nn.Module):
         Optional ±1 signs for the balanced init.
     seed
         Seed of the initialisation.
+    scale
+        Deprecated alias of ``init_scale`` (keyword only).
     """
 
     def __init__(
@@ -73,12 +98,14 @@ class TwoLayerNet(nn.Module):
         width: int,
         alpha: float = 0.0,
         init: str = "balanced",
-        scale: float = 1.0,
+        init_scale: float = 1.0,
         second_layer_scale: float = 1.0,
         fixed_signs: np.ndarray | None = None,
         signs: np.ndarray | None = None,
         seed: int | None = 0,
         dtype: torch.dtype = torch.float64,
+        *,
+        scale: float | None = None,
     ) -> None:
         super().__init__()
         if int(d) != d or d < 1:
@@ -89,7 +116,8 @@ class TwoLayerNet(nn.Module):
             raise ValueError(f"alpha must be in [0, 1), got {alpha!r}")
         if init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {init!r}")
-        positive(scale, "scale")
+        init_scale = _init_scale(init_scale, scale)
+        positive(init_scale, "init_scale")
         self.d, self.width, self.alpha, self.init_name = (
             int(d),
             int(width),
@@ -97,7 +125,7 @@ class TwoLayerNet(nn.Module):
             init,
         )
         g = _generator(seed)
-        W, a = self._initial(init, scale, second_layer_scale, signs, g, dtype)
+        W, a = self._initial(init, init_scale, second_layer_scale, signs, g, dtype)
         self.W = nn.Parameter(W)
         if fixed_signs is not None:
             s = torch.as_tensor(to_numpy(fixed_signs), dtype=dtype)
@@ -115,20 +143,23 @@ class TwoLayerNet(nn.Module):
         d: int,
         k: int,
         alpha: float,
-        scale: float = 1.0,
+        init_scale: float = 1.0,
         seed: int | None = 0,
         dtype: torch.dtype = torch.float64,
+        *,
+        scale: float | None = None,
     ) -> "TwoLayerNet":
         """Sarussi et al.'s network: ``k`` neurons with output weight +1 (the
         w's, rows ``0..k-1``) and ``k`` with −1 (the u's, rows ``k..2k-1``);
-        only the first layer is trained; ``W_ij ~ N(0, scale²)``."""
+        only the first layer is trained; ``W_ij ~ N(0, init_scale²)``. ``scale``
+        is a deprecated alias of ``init_scale``."""
         signs = np.concatenate([np.ones(k), -np.ones(k)])
         return cls(
             d,
             2 * k,
             alpha=alpha,
             init="gaussian",
-            scale=scale,
+            init_scale=_init_scale(init_scale, scale),
             fixed_signs=signs,
             seed=seed,
             dtype=dtype,
@@ -153,6 +184,9 @@ class TwoLayerNet(nn.Module):
         return net
 
     def _initial(self, init, scale, c, signs, g, dtype):
+        """The initial ``(W, a)``: ``scale`` (= ``init_scale``) times the unit
+        draw of ``init`` (class docstring). Each product is written in the order
+        the stored runs were computed with (bit-identical initialisations)."""
         m, d = self.width, self.d
         if init == "balanced":
             W = torch.randn(m, d, generator=g, dtype=dtype) * scale / math.sqrt(d)
@@ -236,24 +270,28 @@ def two_layer_output(
 
 class ResidualNet(nn.Module):
     """Phuong & Lampert §5.2: ``f1 = W1 x``; ``f_l = f_{l-1} + W_l ρ(f_{l-1})``
-    for ``l = 2..L-1``; ``f = W_L ρ(f_{L-1})``. PyTorch default init × ``scale``,
-    no biases."""
+    for ``l = 2..L-1``; ``f = W_L ρ(f_{L-1})``. No biases. Every weight is
+    ``init_scale`` times PyTorch's default draw (uniform ``±1/√fan_in``) of the
+    same seed; ``scale`` is a deprecated alias of ``init_scale``."""
 
     def __init__(
         self,
         d: int,
         width: int = 100,
         depth: int = 4,
-        scale: float = 1.0,
+        init_scale: float = 1.0,
         seed: int | None = 0,
         dtype: torch.dtype = torch.float64,
+        *,
+        scale: float | None = None,
     ) -> None:
         super().__init__()
         if depth < 3:
             raise ValueError(
                 f"depth must be >= 3 (input, residual, output layers), got {depth}"
             )
-        positive(scale, "scale")
+        init_scale = _init_scale(init_scale, scale)
+        positive(init_scale, "init_scale")
         dims = [(d, width)] + [(width, width)] * (depth - 2) + [(width, 1)]
         with _seeded(seed):
             self.layers = nn.ModuleList(
@@ -261,7 +299,7 @@ class ResidualNet(nn.Module):
             )
         with torch.no_grad():
             for layer in self.layers:
-                layer.weight.mul_(scale)
+                layer.weight.mul_(init_scale)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         f = self.layers[0](x)
