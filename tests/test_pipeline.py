@@ -123,7 +123,7 @@ def test_cache_reuse_and_invalidation(root):
     assert elapsed < meta["seconds"] + 30, "a cached run starts no kernel"
 
     unused = root / "lib" / "twolayer" / "metrics.py"  # the notebooks do not import it
-    unused.write_text(unused.read_text() + "\n# touched by the test\n")
+    unused.write_text(unused.read_text() + "\nTOUCHED = 1  # by the test\n")
     untouched = run(root, "execute", "--jobs", "2")
     assert "executing" not in untouched.stdout, (
         "an edit of a module no page imports re-executes nothing"
@@ -131,7 +131,12 @@ def test_cache_reuse_and_invalidation(root):
 
     lib_file = root / "lib" / "twolayer" / "data.py"
     original = lib_file.read_text()
-    lib_file.write_text(original + "\n# touched by the test\n")
+    lib_file.write_text(original + "\n# a comment and a blank line: the same code\n\n")
+    reformatted = run(root, "execute", "--jobs", "2")
+    assert "executing" not in reformatted.stdout, (
+        "a comment or layout edit of an imported module re-executes nothing"
+    )
+    lib_file.write_text(original + "\nTOUCHED = 1  # by the test\n")
     touched = run(root, "execute", "--jobs", "2")
     assert touched.returncode == 0, touched.stderr
     assert "executing 2 notebook(s) (0 cached)" in touched.stdout, (

@@ -90,7 +90,7 @@ def test_one_module_edit_invalidates_only_its_importers(book_copy):
     paths = book_copy
     before = _keys(paths)
     module = paths.lib / "theory" / "sarussi2021.py"
-    module.write_text(module.read_text() + "\n# an edit\n")
+    module.write_text(module.read_text() + "\nEDITED = 1  # a code edit\n")
     after = _keys(paths)
     changed = {nb for nb in before if before[nb] != after[nb]}
     importers = {
@@ -110,6 +110,6 @@ def test_a_package_init_edit_invalidates_every_page(book_copy):
     paths = book_copy
     before = _keys(paths)
     init = paths.lib / "__init__.py"
-    init.write_text(init.read_text() + "\n# an edit\n")
+    init.write_text(init.read_text() + "\nEDITED = 1  # a code edit\n")
     after = _keys(paths)
     assert all(before[nb] != after[nb] for nb in before)

@@ -81,33 +81,27 @@ _FUNCTIONS = (
 LATE_TIMES = (1e100, 1e150, 1e200, 1e250, 1e300)
 
 
-def _canonical(source: str) -> bytes:
-    """The code's syntax tree, so that reformatting (ruff, black) keeps a grid's key."""
-    import ast
-    import textwrap
-
-    return ast.dump(ast.parse(textwrap.dedent(source))).encode()
-
-
 def code_key() -> str:
     """Hash of what computes a grid point (first 12 hex digits): the library files it
     uses, the source of its functions here and in :mod:`twolayer.synthesis`, and the
-    grid's settings, each as a syntax tree (:func:`_canonical`: reformatting keeps the
-    key). Editing anything else (the plotting, the pages) keeps it."""
+    grid's settings, each as a syntax tree (:func:`twolayer.codekey.canonical`:
+    reformatting, comments and docstrings keep the key). Editing anything else (the
+    plotting, the pages) keeps it."""
     import inspect
 
     from . import synthesis
+    from .codekey import canonical
 
     lib = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for rel in _CODE:
         h.update(rel.encode())
-        h.update(_canonical((lib / rel).read_text()))
+        h.update(canonical((lib / rel).read_text()))
     module = sys.modules[__name__]
     for name in _FUNCTIONS:
         owner, _, attr = name.rpartition(".")
         fn = getattr(synthesis if owner == "synthesis" else module, attr)
-        h.update(_canonical(inspect.getsource(fn)))
+        h.update(canonical(inspect.getsource(fn)))
     h.update(
         repr(
             (
@@ -330,10 +324,11 @@ def moves_key() -> str:
     import inspect
 
     from . import synthesis
+    from .codekey import canonical
 
     h = hashlib.sha256(code_key().encode())
     for fn in (synthesis.move_point, synthesis.nonsymmetric_data, synthesis.live_gap):
-        h.update(_canonical(inspect.getsource(fn)))
+        h.update(canonical(inspect.getsource(fn)))
     return h.hexdigest()[:12]
 
 

@@ -35,6 +35,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..codekey import canonical
+
 RUN_CACHE_ENV = "TWOLAYER_RUN_CACHE"
 _CODE = (
     "flows/__init__.py",
@@ -51,15 +53,17 @@ _UNKEYED = ("progress",)  # arguments that do not change the result
 
 @functools.lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """Hash of the source files that compute a run and of the numerical
-    packages' versions (an edit of any of them invalidates every entry)."""
+    """Hash of the code of the files that compute a run (as syntax trees,
+    :func:`twolayer.codekey.canonical`: reformatting, comments and docstrings keep
+    every entry) and of the numerical packages' versions (an edit of the code or
+    an upgrade invalidates every entry)."""
     import scipy
 
     lib = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for rel in _CODE:
         h.update(rel.encode())
-        h.update((lib / rel).read_bytes())
+        h.update(canonical((lib / rel).read_text()))
     h.update(
         f"torch {torch.__version__} numpy {np.__version__} "
         f"scipy {scipy.__version__}".encode()

@@ -17,6 +17,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from ..codekey import file_digest
+
 PACKAGE = "twolayer"
 # The run record appended to every executed page is written by this file, so a
 # change in it changes every page's output.
@@ -130,11 +132,13 @@ def notebook_modules(lib: Path, notebook: Path) -> set[str]:
 
 @lru_cache(maxsize=None)
 def _file_digest(path: Path, mtime_ns: int) -> bytes:
-    return hashlib.sha256(path.read_bytes()).digest()
+    return file_digest(path)
 
 
 def library_fingerprint(lib: Path, notebook: Path) -> str:
-    """Hash of the library modules the notebook runs (names and sources)."""
+    """Hash of the library modules the notebook runs: their names and code as
+    syntax trees (:func:`twolayer.codekey.file_digest`: reformatting, comments and
+    docstrings keep the key)."""
     h = hashlib.sha256()
     for m in sorted(notebook_modules(lib, notebook)):
         path = module_file(lib, m)

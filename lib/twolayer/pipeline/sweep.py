@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import parameters as params_mod
+from ..codekey import file_digest
 from .cache import cache_key, clean_abandoned, notebook_source
 from .imports import library_fingerprint
 from .pages import (
@@ -231,8 +232,9 @@ def _fingerprint_once():
 
 
 def code_key() -> str:
-    """Hash of the installed ``twolayer`` package's source (every ``.py``) and of
-    the computing packages' versions."""
+    """Hash of the installed ``twolayer`` package's code (every ``.py``, as a
+    syntax tree: :func:`twolayer.codekey.file_digest`) and of the computing
+    packages' versions."""
     import twolayer
 
     from . import cache
@@ -244,7 +246,7 @@ def code_key() -> str:
         if "__pycache__" in f.parts:
             continue
         h.update(str(f.relative_to(base)).encode())
-        h.update(hashlib.sha256(f.read_bytes()).digest())
+        h.update(file_digest(f))
     return h.hexdigest()[:16]
 
 
