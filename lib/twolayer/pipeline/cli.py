@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from .. import claims as claims_mod
-from .. import parameters as params_mod
+from . import declarations as params_mod
 from .lock import lock
 from .pages import (
     PageError,

@@ -1,5 +1,5 @@
 """The book's pages: the project root, notebooks, declared variants, and each
-page's parameters (declared in its notebook, :mod:`twolayer.parameters`)."""
+page's parameters (declared in its notebook, :mod:`.declarations`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from .. import parameters as params_mod
+from . import declarations as params_mod
 
 ROOT_ENV = "TWOLAYER_ROOT"
 
@@ -168,7 +168,7 @@ def resolve(paths: Paths, nb: str) -> Path:
 
 
 def parameters(paths: Paths, nb: str) -> dict[str, params_mod.Parameter]:
-    """The notebook's declared parameters (:mod:`twolayer.parameters`); for a
+    """The notebook's declared parameters (:mod:`.declarations`); for a
     variant page, its own parameters are the defaults."""
     decls = params_mod.declarations(resolve(paths, nb))
     own = page_parameters(paths, nb)
@@ -182,7 +182,7 @@ def check_parameters(paths: Paths, nb: str, params: dict) -> dict:
     """Validate ``params`` against the notebook's declarations before any kernel
     starts; returns them coerced to the declared types, without the ones equal
     to the page's defaults (so ``-p seed 0`` is the default run). Raises
-    :class:`twolayer.parameters.ParameterError` (one line)."""
+    :class:`twolayer.pipeline.declarations.ParameterError` (one line)."""
     decls = parameters(paths, nb)
     checked = params_mod.validate(decls, params, page=nb)
     return params_mod.non_default(decls, checked)

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from .. import data as data_mod
-from .. import parameters as params_mod
+from . import declarations as params_mod
 
 
 def effective_parameters(src: Path, params: dict) -> dict[str, str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import claims as claims_mod
-from .. import parameters as params_mod
+from . import declarations as params_mod
 from . import kernels
 from .cache import alive, cache_key, clean_abandoned, tmp_dir, versions
 from .pages import Paths, check_parameters, page_parameters, resolve
@@ -101,7 +101,7 @@ def _kernel_start_failed(exc: BaseException) -> bool:
 # The kernel's "running over TCP without encryption" notice (the kernel is local),
 # the ZMQ traceback it logs when an interrupt closes its sockets, and papermill's
 # own parameter inspection (the book validates parameters itself, see
-# twolayer.parameters) are noise. Errors in cells still reach the notebook (they
+# pipeline.declarations) are noise. Errors in cells still reach the notebook (they
 # travel as messages, not as kernel log lines).
 KERNEL_QUIET = ["--IPKernelApp.log_level=CRITICAL"]
 

@@ -6,7 +6,7 @@
    integer range, ``v1,v2,...`` a list, ``lo..hi:n`` ``n`` log-spaced floats,
    ``[...]`` one list value) and takes the product of the parameters' values;
 2. validates every point before anything starts (:func:`make_points`, the same
-   one-line :class:`~twolayer.parameters.ParameterError` as ``rerun``) and keys
+   one-line :class:`~.declarations.ParameterError` as ``rerun``) and keys
    it exactly as ``rerun`` does (:func:`~twolayer.pipeline.cache.cache_key`), so
    a finished point is never recomputed and an interrupted sweep resumes;
 3. submits the points not in the cache as tasks (:func:`run_point`) to a
@@ -48,8 +48,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import parameters as params_mod
 from ..codekey import file_digest
+from . import declarations as params_mod
 from .cache import cache_key, clean_abandoned, notebook_source
 from .imports import library_fingerprint
 from .pages import (
@@ -198,7 +198,7 @@ def page_code(paths: Paths, page: str) -> str:
 
 
 def make_points(paths: Paths, page: str, points: list[dict]) -> list[Point]:
-    """Validate every point (raises :class:`~twolayer.parameters.ParameterError`,
+    """Validate every point (raises :class:`~.declarations.ParameterError`,
     one line, before anything runs) and key it as ``rerun`` would."""
     decls = parameters(paths, page)
     own = page_parameters(paths, page)

@@ -8,7 +8,7 @@ import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook
 
-from twolayer import parameters as P
+from twolayer.pipeline import declarations as P
 
 BOOK = Path(__file__).resolve().parents[1] / "book"
 
