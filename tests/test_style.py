@@ -1,11 +1,20 @@
-"""Style is what CI checks: ruff's lint rules (``E``, ``F``, ``W``, ``I``) and its
-formatter, lines <= 88 characters, on the library and the tests (configuration
-in ``pyproject.toml``'s ``[tool.ruff]``). ``ruff format`` fixes the layout,
-``ruff check --fix`` the import order; long strings, docstrings and comments are
-wrapped by hand."""
+"""Style is what CI checks (``make unit``, so CI fails on a violation):
+
+* ruff's lint rules (``E``, ``F``, ``W``, ``I``) and its formatter, lines <= 88
+  characters, on the library and the tests (configuration in ``pyproject.toml``'s
+  ``[tool.ruff]``);
+* the same two ruff commands on the book's notebooks and no code cell over
+  :data:`MAX_CELL_LINES` lines — gated by ``TWOLAYER_STYLE_NOTEBOOKS=1`` until the
+  chapters are clean (issue 34); then the gate goes.
+
+``ruff format`` fixes the layout, ``ruff check --fix`` the import order; long
+strings, docstrings and comments are wrapped by hand; a long cell is split (one
+measurement or one figure per cell) or its computation moves to the library."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,19 +23,78 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PATHS = ["lib", "tests"]
-
-
-@pytest.mark.parametrize(
-    "command", [["check"], ["format", "--check"]], ids=["check", "format"]
+BOOK = "book"  # passed explicitly: ruff then lints it despite the pyproject exclude
+MAX_CELL_LINES = 40
+COMMANDS = [["check"], ["format", "--check"]]
+notebooks_gated = pytest.mark.skipif(
+    not os.environ.get("TWOLAYER_STYLE_NOTEBOOKS"),
+    reason="notebook style is checked with TWOLAYER_STYLE_NOTEBOOKS=1 (issue 34: "
+    "enabled once the chapters are clean)",
 )
-def test_library_and_tests_pass_ruff(command):
+
+
+def _ruff(command: list[str], paths: list[str]) -> None:
     res = subprocess.run(
-        [sys.executable, "-m", "ruff", *command, *PATHS],
+        [sys.executable, "-m", "ruff", *command, *paths],
         cwd=ROOT,
         capture_output=True,
         text=True,
     )
     assert res.returncode == 0, (
-        f"`ruff {' '.join(command)} {' '.join(PATHS)}` found style violations "
+        f"`ruff {' '.join(command)} {' '.join(paths)}` found style violations "
         f"(fix with `ruff format` / `ruff check --fix`):\n{res.stdout}{res.stderr}"
+    )
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=["check", "format"])
+def test_library_and_tests_pass_ruff(command):
+    _ruff(command, PATHS)
+
+
+def book_notebooks() -> list[Path]:
+    """The book's source notebooks (checkpoints left out)."""
+    return sorted(
+        p for p in (ROOT / BOOK).rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts
+    )
+
+
+def long_cells(path: Path, limit: int = MAX_CELL_LINES) -> list[str]:
+    """The code cells of a notebook with more than ``limit`` source lines (blank
+    and comment lines count), as ``"<cell index> (<lines> lines): <first line>"``."""
+    cells = json.loads(path.read_text())["cells"]
+    out = []
+    for i, cell in enumerate(cells):
+        lines = "".join(cell["source"]).splitlines()
+        if cell["cell_type"] == "code" and len(lines) > limit:
+            out.append(f"{i} ({len(lines)} lines): {lines[0][:60]}")
+    return out
+
+
+def _code(lines: int) -> dict:
+    return {"cell_type": "code", "source": "x = 1\n" * lines}
+
+
+def test_long_cells_are_found(tmp_path):
+    markdown = {"cell_type": "markdown", "source": "text\n" * 99}
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"cells": [_code(40), markdown, _code(41)]}))
+    assert long_cells(path) == ["2 (41 lines): x = 1"]
+
+
+@notebooks_gated
+@pytest.mark.parametrize("command", COMMANDS, ids=["check", "format"])
+def test_notebooks_pass_ruff(command):
+    _ruff(command, [BOOK])
+
+
+@notebooks_gated
+def test_no_code_cell_over_the_limit():
+    found = {
+        str(p.relative_to(ROOT)): cells
+        for p in book_notebooks()
+        if (cells := long_cells(p))
+    }
+    assert not found, (
+        f"code cells over {MAX_CELL_LINES} lines (split them):\n"
+        + "\n".join(f"  {nb} cell {c}" for nb, cells in found.items() for c in cells)
     )
