@@ -98,3 +98,22 @@ def test_no_code_cell_over_the_limit():
         f"code cells over {MAX_CELL_LINES} lines (split them):\n"
         + "\n".join(f"  {nb} cell {c}" for nb, cells in found.items() for c in cells)
     )
+
+
+def test_package_docstrings_list_every_module():
+    """``lib/twolayer/__init__.py`` and ``pipeline/__init__.py`` list what is there."""
+    import twolayer
+    from twolayer import pipeline
+
+    lib = ROOT / "lib" / "twolayer"
+    for package, folder in ((twolayer, lib), (pipeline, lib / "pipeline")):
+        names = {
+            p.stem if p.suffix == ".py" else p.name
+            for p in folder.iterdir()
+            if (p.suffix == ".py" and not p.stem.startswith("__"))
+            or (p / "__init__.py").is_file()
+        }
+        missing = sorted(
+            n for n in names if f"`{n}`" not in package.__doc__.replace("`.", "`")
+        )
+        assert not missing, f"{package.__name__}'s docstring does not list {missing}"

@@ -17,12 +17,15 @@ Rooms (one idea each):
 - :mod:`sweeps` — a function over points in parallel processes;
 - :mod:`claims` — the claims ledger (predictions and findings over seeds with
   rivals, probabilities, identities, assumptions);
-- :mod:`parameters` — notebooks' parameter declarations and the check of rerun values;
 - :mod:`plots` — the book's figure style and shared figures;
 - :mod:`prose` — ``glue`` for numbers quoted in the text;
 - :mod:`validation` — argument checks;
+- :mod:`codekey` — what a stored result was computed with: code as a syntax tree
+  (the keys of the run cache, the page cache, the held-out sweeps and the regime
+  grids; reformatting keeps them);
 - :mod:`pipeline` — executing, caching and rendering the book (the ``twolayer``
-  command), one job per module: ``pages``, ``imports`` (the import graph that
+  command), one job per module: ``pages``, ``declarations`` (notebooks' parameter
+  declarations and the check of rerun values), ``imports`` (the import graph that
   keys the cache), ``cache``, ``record``, ``runner``, ``kernels``, ``generated``,
   ``render``, ``lock``, ``sweep``, ``robustness``, ``cli``.
 """

@@ -18,6 +18,8 @@ Layout under ``_build/``::
 One job per module:
 
 - :mod:`.pages` — the project root, the notebooks, variants, page parameters;
+- :mod:`.declarations` — a notebook's declared parameters and the check of a
+  rerun's values;
 - :mod:`.imports` — the library modules a notebook imports (the import graph);
 - :mod:`.cache` — cache keys and the temporary folders runs work in;
 - :mod:`.record` — the run-record cell appended to each executed notebook;
