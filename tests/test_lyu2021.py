@@ -448,3 +448,18 @@ def test_phase1_argmax_is_mu_bar_on_symmetric_data(sym):
     mu_bar = L.mu(sym.X, sym.y) / np.linalg.norm(L.mu(sym.X, sym.y))
     w = L.phase1_argmax(sym.X, sym.y, 0.5, np.array([1.0, 0.0]))
     assert w @ mu_bar == pytest.approx(1.0, abs=1e-9)
+
+
+def test_alignment_constant_scales_each_neurons_angle_by_its_b():
+    # neuron 1 at angle 0.02 rad from +u with a > 0, neuron 2 at 0.01 rad from −u
+    th = np.array([0.02, np.pi + 0.01])
+    W = np.stack([np.cos(th), np.sin(th)], axis=1) * np.array([[3.0], [0.5]])
+    a, b, r = np.array([1.0, -2.0]), np.array([0.1, -0.4]), 0.2
+    chord = 2 * np.sin(np.array([0.02, 0.01]) / 2)  # independent: the chord's formula
+    expected = max(chord * np.sqrt(2) * np.abs(b)) / r**2
+    got = L.alignment_constant(W, a, np.array([2.0, 0.0]), b, r)
+    assert got == pytest.approx(expected, rel=1e-12)
+    # a neuron on the wrong side: chord 2 (angle π)
+    assert L.alignment_constant(
+        np.array([[-1.0, 0.0]]), np.array([1.0]), np.array([1.0, 0.0]), [1.0], 1.0
+    ) == pytest.approx(2.0)

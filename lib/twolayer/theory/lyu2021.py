@@ -761,3 +761,23 @@ def phase1_argmax(
 
 
 __all__ += ["phase1_argmax"]
+
+
+def alignment_constant(W, a, u, b, r: float) -> float:
+    """Lemma 5.2's alignment at ``T1(r)`` per neuron, in the lemma's units:
+    ``max_k c_k √m |b̄_k| / r²`` with ``c_k = ‖w_k/‖w_k‖ − sign(a_k) ū‖`` (the chord
+    to ``sign(a_k) ū``, ``= 2 sin(angle/2)``). From ``w_k = r b̄_k μ̄ + Δw_k`` and
+    ``‖Δw_k‖ ≤ C r³/√m`` the angle's sine is at most ``C r²/(√m |b̄_k|)``, so this
+    is at most about ``C``: a neuron with a small ``|b̄_k|`` (its init nearly
+    orthogonal to the top eigenvector) is allowed a proportionally larger angle."""
+    W, a = _wa(W, a)
+    u = as_vector(u, "u", W.shape[1])
+    b = as_vector(b, "b", W.shape[0])
+    r = positive(r, "r")
+    w_dir = W / np.linalg.norm(W, axis=1, keepdims=True)
+    target = np.sign(a)[:, None] * (u / np.linalg.norm(u))[None, :]
+    chord = np.linalg.norm(w_dir - target, axis=1)
+    return float(np.max(chord * np.sqrt(W.shape[0]) * np.abs(b)) / r**2)
+
+
+__all__ += ["alignment_constant"]
