@@ -352,3 +352,60 @@ def test_own_class_active_splits_neurons_by_their_class():
     # neuron 0 (+) active on the positive point; neuron 1 (−) only on the positive;
     # neuron 2 (+) only on the negative
     assert M.own_class_active(W, signs, X, y).tolist() == [True, False, False]
+
+
+def test_late_max_reads_the_last_decades_only():
+    t = np.logspace(0, 6, 61)
+    v = np.where(t < 1e3, 5.0, 1.0 + 1e-7 * t)
+    assert M.late_max(t, v, decades=3) == pytest.approx(1.1)
+    assert M.late_max(t, v, decades=6) == 5.0
+
+
+def test_long_flow_summary_on_an_exact_one_over_t_loss():
+    # L = 1 / (1 + t / 100): halves at t = 100; t L(t) rises to 100 and no more
+    t = np.logspace(-1, 6, 200)
+    loss = 1 / (1 + t / 100)
+    Ws = [np.diag([1.0, 0.5])] * len(t)  # stable rank 1 + 1/4
+    r = M.long_flow_summary(t, loss, Ws)
+    assert r["t2"] == pytest.approx(100, rel=0.1)
+    tl = t * loss
+    k = np.searchsorted(t, r["t2"])
+    assert r["rate"] == pytest.approx(tl[-1] / tl[k])
+    assert r["rate_early"] > r["rate"]
+    assert r["late"] == pytest.approx(1.25)
+
+
+def test_escape_iterations_match_an_exponential_growth():
+    # an aligned neuron's output grows like exp(2 r k): count the steps to reach 1
+    x_plus, x_minus = np.array([3.0, 4.0]), np.array([-1.0, 0.0])
+    lr, f0 = 1e-3, 1e-8
+    r = lr * 5.0 / 2
+    k = 0
+    f = f0
+    while f < 1:
+        f *= np.exp(2 * r)
+        k += 1
+    assert M.escape_iterations(lr, x_plus, x_minus, f0) == pytest.approx(k, abs=1)
+
+
+def test_logistic_loss_against_the_network_output():
+    rng = np.random.default_rng(0)
+    W, v = rng.normal(size=(4, 3)), rng.normal(size=4)
+    X, y = rng.normal(size=(6, 3)), np.array([1, -1, 1, -1, 1, 1.0])
+    f = np.array([sum(v[j] * max(W[j] @ x, 0) for j in range(4)) for x in X])
+    assert M.logistic_loss(W, v, X, y) == pytest.approx(np.log1p(np.exp(-y * f)).sum())
+    g = X @ W.T @ v
+    lin = M.logistic_loss(W, v, X, y, linear=True)
+    assert lin == pytest.approx(np.log1p(np.exp(-y * g)).sum())
+
+
+def test_run_cones_is_cone_report_of_the_run():
+    ds = data.opposite_cones(10, 2, 0.4, seed=0)
+    net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-6, seed=0)
+    W, v = net.weights()
+    run = flows.gd(net, ds, lr=2e-3, steps=200, reduction="sum", snapshot_steps=range(201))
+    direct = M.cone_report(
+        M.paper_time(run.times), run.param("W"), run.param("a"), np.sign(v), ds.X, ds.y,
+        W_init=W,
+    )
+    assert M.run_cones(run, W, v, ds.X, ds.y) == direct

@@ -910,3 +910,76 @@ def entry_law_row(theta: float, W0, v0, times, Ws, X, y) -> dict:
         t1_law=float(law.max()),
         worst_neuron=float(np.abs(np.log(t_in / law))[law > 0.1].max()),
     )
+
+
+# ------------------------------------------------------------------------------
+# Read-outs moved out of the pages (Fig 5's escape time, the long flow of Fig 6).
+
+
+def late_max(times, values, decades: float = 3.0) -> float:
+    """``max values(t)`` over the last ``decades`` decades of a log-time run,
+    ``t ≥ t_end / 10**decades`` (a finite-horizon ``limsup``)."""
+    t = np.asarray(times, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if t.shape != v.shape or t.size == 0:
+        raise ValueError(f"times {t.shape} and values {v.shape} must match, non-empty")
+    return float(v[t >= t[-1] / 10.0**decades].max())
+
+
+def long_flow_summary(times, loss, Ws, early: float = 30.0) -> dict:
+    """Thm 1 (ii) along one long flow (paper times): the stable rank of every
+    snapshot (``srank``), ``t2`` where the loss first halves, the ratio
+    :func:`loss_rate_ratio` from ``t2`` (``rate``) and from ``t2/early`` inside the
+    plateau (``rate_early``), and the last-three-decades stable rank (``late``)."""
+    t = np.asarray(times, dtype=float)
+    k = halving_index(loss)
+    if k is None:
+        raise ValueError("the loss never halves along the flow: no t2")
+    from ..metrics import stable_rank
+
+    srank = np.array([stable_rank(W) for W in Ws])
+    return dict(
+        t=t,
+        loss=np.asarray(loss, dtype=float),
+        srank=srank,
+        t2=float(t[k]),
+        rate=loss_rate_ratio(t, loss, t[k]),
+        rate_early=loss_rate_ratio(t, loss, t[k] / early),
+        late=late_max(t, srank),
+    )
+
+
+def escape_iterations(lr: float, x_plus, x_minus, f0: float) -> float:
+    """Iterations for an aligned neuron's output to grow from ``f0`` to 1 under GD
+    at step ``lr`` on the sum of ``log(1+e^{-q})``: ``|v_j| ‖w_j‖`` grows like
+    ``exp(2 r k)`` with ``r = lr max(‖x+‖, ‖x−‖) / 2`` (``−ℓ'(0) = 1/2``), so
+    ``ln(1/f0) / (2 r)``."""
+    if not 0 < f0 < 1:
+        raise ValueError(f"f0 = {f0!r} must be in (0, 1): the output starts small")
+    r = lr * max(np.linalg.norm(x_plus), np.linalg.norm(x_minus)) / 2
+    return float(np.log(1 / f0) / (2 * r))
+
+
+def logistic_loss(W, v, X, y, linear: bool = False) -> float:
+    """``Σ_i log(1 + e^{−y_i f(x_i)})`` of the two-layer net (ReLU, or the linear
+    net ``f(x) = Σ_j v_j w_j·x`` with ``linear=True``)."""
+    W, X, y = _wx(W, X, y)
+    v = as_vector(v, "v", W.shape[0])
+    Z = W @ X.T
+    f = v @ (Z if linear else np.maximum(Z, 0))
+    return float(np.logaddexp(0, -y * f).sum())
+
+
+def run_cones(run, W_init, v_init, X, y) -> ConeReport:
+    """:func:`cone_report` of a GD trajectory of the book's loss (``run.times`` in
+    book steps·η, converted by :func:`paper_time`; parameters ``"W"``, ``"a"``),
+    started at ``(W_init, v_init)``."""
+    return cone_report(
+        paper_time(run.times),
+        run.param("W"),
+        run.param("a"),
+        np.sign(as_vector(v_init, "v_init")),
+        X,
+        y,
+        W_init=W_init,
+    )
