@@ -42,28 +42,47 @@ def _with_parents(module: str) -> set[str]:
     return {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
 
 
-def _imported(lib: Path, tree: ast.AST, package: str) -> set[str]:
-    """Library modules named by the import statements of ``tree``; ``package`` is
-    the package relative imports start from ("" for a notebook)."""
-    found: set[str] = set()
+def _named(tree: ast.AST, package: str) -> list[str]:
+    """Every module name the import statements of ``tree`` may import (``from a
+    import b`` names ``a`` and ``a.b``); ``package`` is the package relative
+    imports start from ("" for a notebook)."""
+    out: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            bases, names = [a.name for a in node.names], []
+            out += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([node.module] if node.module else []))
             else:
                 base = node.module or ""
-            bases, names = [base], [f"{base}.{a.name}" for a in node.names]
-        else:
-            continue
-        for name in bases + names:
-            if (name == PACKAGE or name.startswith(PACKAGE + ".")) and module_file(
-                lib, name
-            ):
-                found |= {m for m in _with_parents(name) if module_file(lib, m)}
+            out += [base] + [f"{base}.{a.name}" for a in node.names]
+    return out
+
+
+def _library(lib: Path, names: list[str], package: str) -> set[str]:
+    """The library modules (with their packages) among ``names``, imported from
+    ``package``: its own packages are left out, they run already (so the run
+    record, read by the pipeline and not by the kernel, does not pull in the
+    ``pipeline`` package it lives in)."""
+    running = _with_parents(package) if package else set()
+    found: set[str] = set()
+    for name in dict.fromkeys(names):
+        if (name == PACKAGE or name.startswith(PACKAGE + ".")) and module_file(
+            lib, name
+        ):
+            found |= {
+                m
+                for m in _with_parents(name)
+                if m not in running and module_file(lib, m)
+            }
     return found
+
+
+def _imported(lib: Path, tree: ast.AST, package: str) -> set[str]:
+    """Library modules named by the import statements of ``tree``; ``package`` is
+    the package relative imports start from ("" for a notebook)."""
+    return _library(lib, _named(tree, package), package)
 
 
 def _package_of(lib: Path, module: str) -> str:
@@ -75,13 +94,20 @@ def _package_of(lib: Path, module: str) -> str:
     )
 
 
+@lru_cache(maxsize=None)
+def _file_names(path: Path, mtime_ns: int, package: str) -> tuple[str, ...]:
+    """:func:`_named` of a library file, parsed once per version of the file (keying
+    every page parsed each module once per page: ~1 s a page)."""
+    return tuple(_named(ast.parse(path.read_text(), str(path)), package))
+
+
 def _module_imports(lib: Path, module: str) -> set[str]:
     path = module_file(lib, module)
     if path is None:
         return set()
-    return _imported(
-        lib, ast.parse(path.read_text(), str(path)), _package_of(lib, module)
-    )
+    package = _package_of(lib, module)
+    names = _file_names(path, path.stat().st_mtime_ns, package)
+    return _library(lib, list(names), package)
 
 
 def closure(lib: Path, modules: set[str]) -> set[str]:
