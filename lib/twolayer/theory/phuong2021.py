@@ -524,3 +524,63 @@ def pattern_change(R_a, R_b) -> float:
             f"R_a and R_b must have the same shape, got {A.shape} and {B.shape}"
         )
     return float(np.mean(A != B))
+
+
+# -- statistics of the Fig. 1 page, per network --------------------------------------
+def flow_statistics(W, a, X, y, w_pm, x_pm, level: float = 0.9) -> dict[str, float]:
+    """Theorem 1's statistics of one network ``(W, a)`` over its live neurons:
+    ``closer`` (fraction nearer in angle to ``w±`` than to ``x̂±``),
+    ``min_progress`` (least :func:`geodesic_progress`), ``gap`` (worst
+    ``1 − cos(w_j, w±)``), ``aligned`` (Fig. 1c: fraction of all neurons with
+    ``cos > level``) and ``rank`` (``σ3/σ1`` of ``W``). ``w_pm = (w+, w−)``,
+    ``x_pm = (x̂+, x̂−)``."""
+    from ..metrics import rank_ratio
+
+    (wp, wm), (xp, xm) = w_pm, x_pm
+    live = ~neuron_groups(W, a, X, y).dead
+    if not live.any():
+        raise ValueError("every neuron is dead: no live neuron to measure")
+    prog = geodesic_progress(W, a, wp, wm, xp, xm)[live]
+    cos = cosines_to_max_margin(W, a, wp, wm)[live]
+    return dict(
+        closer=float(np.mean(prog > 0.5)),
+        min_progress=float(prog.min()),
+        gap=float(1 - cos.min()),
+        aligned=fraction_aligned(W, a, wp, wm, level),
+        rank=rank_ratio(W, 2),
+    )
+
+
+def log_time_rate(times, gaps, t_from: float) -> float:
+    """``β`` of ``gap ≈ C (log t)^(−β)`` fitted by least squares in
+    ``log gap`` against ``log log t`` over ``t ≥ t_from`` (> e)."""
+    t, g = np.asarray(times, float), np.asarray(gaps, float)
+    late = t >= t_from
+    if t_from <= np.e or late.sum() < 2 or np.any(g[late] <= 0):
+        raise ValueError("need t_from > e and >= 2 positive gaps from t_from on")
+    return float(-np.polyfit(np.log(np.log(t[late])), np.log(g[late]), 1)[0])
+
+
+def construction_residual(W, a, X, y) -> float:
+    """Lemma C.1's construction from a network's split of its neurons
+    (``u_j = ‖w_j‖`` on ``J+``, ``z_j = ‖w_j‖`` on ``J−``): the relative
+    stationarity residual of the constructed limit (0 up to the QP tolerance)."""
+    groups = neuron_groups(W, a, X, y)
+    norms = np.linalg.norm(as_matrix(W, "W"), axis=1)
+    u = np.where(groups.plus, norms, 0.0)
+    z = np.where(groups.minus, norms, 0.0)
+    return lemma_c1_check(X, y, u, z).stationarity
+
+
+def lemma2_ascent(X, y, starts: int = 200, seed: int = 0) -> tuple[float, float]:
+    """Lemma 2 by :func:`G_ascent` of ``+G`` and ``−G`` from ``starts`` random
+    points: ``(largest distance of an end point to the mean of its sign's end
+    points, rounded to 1e-12; smaller fraction of end points in σ±)``. One
+    maximiser and one minimiser, in ``σ+`` and ``σ−``: ``(0, 1)``."""
+    sp, sm = extremal_sectors(X, y)
+    spread, inside = [], []
+    for sign, sector in ((1, sp), (-1, sm)):
+        _, ends = G_ascent(X, y, starts=starts, sign=sign, seed=seed)
+        spread.append(np.linalg.norm(ends - ends.mean(0), axis=1).max())
+        inside.append(in_sector(ends, X, sector).mean())
+    return float(np.round(max(spread), 12)), float(min(inside))
