@@ -409,3 +409,23 @@ def test_run_cones_is_cone_report_of_the_run():
         W_init=W,
     )
     assert M.run_cones(run, W, v, ds.X, ds.y) == direct
+
+
+def test_loss_and_growth_reads_the_snapshot_at_the_step():
+    ds = data.opposite_cones(10, 3, 0.4, seed=1)
+    net = models.TwoLayerNet(3, 6, init="balanced", scale=1e-2, seed=1)
+    run = flows.gd(net, ds, lr=1e-2, steps=30, reduction="sum", snapshot_steps=[0, 10, 30])
+    ratio, growth = M.loss_and_growth(run, 10)
+    W = run.param("W")
+    assert ratio == pytest.approx(run.loss[1] / run.loss[0])
+    assert growth == pytest.approx(np.log10(np.linalg.norm(W[1]) / np.linalg.norm(W[0])))
+    with pytest.raises(ValueError):
+        M.loss_and_growth(run, 20)
+
+
+def test_escape_slope_of_an_exact_log_law():
+    eps = np.array([1e-1, 1e-3, 1e-6, 1e-9])
+    rate = 2.5
+    t_esc = 0.7 + np.log(1 / eps) / rate
+    assert M.escape_slope(eps, t_esc, rate) == pytest.approx(1.0)
+    assert M.escape_slope(eps, 2 * t_esc, rate) == pytest.approx(2.0)

@@ -983,3 +983,25 @@ def run_cones(run, W_init, v_init, X, y) -> ConeReport:
         y,
         W_init=W_init,
     )
+
+
+def loss_and_growth(traj, step: int) -> tuple[float, float]:
+    """Figs 12–13 at iteration ``step`` of a trajectory with snapshots there and at
+    0: the loss over the initial loss, and ``log10(‖W‖_F / ‖W(0)‖_F)``."""
+    hits = np.flatnonzero(np.asarray(traj.steps) == step)
+    if hits.size == 0:
+        raise ValueError(f"no snapshot at iteration {step}")
+    k = int(hits[0])
+    norms = [float(np.linalg.norm(to_numpy(traj.snapshots[i]["W"]))) for i in (0, k)]
+    return float(traj.loss[k] / traj.loss[0]), float(np.log10(norms[1] / norms[0]))
+
+
+def escape_slope(eps, t_esc, rate: float) -> float:
+    """Least-squares slope of the end of the alignment phase ``t_esc`` in
+    ``log(1/ε)``, times ``rate = max(‖x+‖, ‖x−‖)``: 1 when an aligned neuron grows
+    like ``exp(rate·t)`` (paper time), so the phase ends after ``log(1/ε)/rate``."""
+    x = np.log(1 / np.asarray(eps, dtype=float))
+    t = np.asarray(t_esc, dtype=float)
+    if x.shape != t.shape or x.size < 2:
+        raise ValueError("eps and t_esc must match, with at least two scales")
+    return float(np.polyfit(x, t, 1)[0] * rate)
