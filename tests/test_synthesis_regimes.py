@@ -152,3 +152,32 @@ def test_move_point_reports_the_hypotheses():
     )
     assert out["orthogonal"] and out["mu"] > 0 and np.isfinite(out["t_scale"])
     assert out["t1"] <= out["t_scale"] * 10
+
+
+def test_scale_trials_flags_each_run_of_the_bracket_and_the_ends():
+    f = _frame([1, 1, 0.6, 0.2, 0])
+    s = regimes.scale_trials(f, "gap", 0.5)
+    assert s["lo"] == pytest.approx(1e-1) and s["hi"] == pytest.approx(1.0)
+    # counted independently: pass flags at lo, fail flags at hi and at the ends
+    assert s["below"].sum() == 6 and s["above"].sum() == 8
+    assert s["top"].sum() == 0 and s["bottom"].sum() == 0
+    assert len(s["below"]) == len(s["top"]) == 10
+    assert "below" not in regimes.scale_trials(_frame([1, 1]), "gap", 0.5)
+
+
+def test_clause_table_counts_failures_and_events():
+    small = pd.DataFrame(
+        dict(
+            width=[2] * 4 + [3] * 4,
+            gap=[0, 1, 1, 0, 0, 0, 0, 1],
+            ev=[False, True, False, False, False, False, False, True],
+        )
+    )
+    large = small.assign(gap=1.0)
+    t = regimes.clause_table(small, large, "gap", 0.5, "ev", lambda m: 2.0**-m)
+    assert t["m"].tolist() == [2, 3]
+    assert t["failed"].tolist() == [2, 1] and t["failed_with_event"].tolist() == [1, 1]
+    assert t["bound"].tolist() == pytest.approx([0.75, 0.875])
+    assert t["large_fail_rate"].tolist() == [1.0, 1.0]
+    assert t["successes"].iloc[0].tolist() == [True, False, False, True]
+    assert not t["rival"].iloc[1].any()

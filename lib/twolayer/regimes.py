@@ -332,6 +332,21 @@ def moves_key() -> str:
     return h.hexdigest()[:12]
 
 
+# the rival of each probability clause: the same widths and inits, at the grid's
+# largest init scale (the theorem's "sufficiently small" dropped)
+LARGE_SCALE = SCALES[-1]
+
+
+def lyu_probability_large_point(width: int, seed: int) -> dict:
+    """:func:`lyu_probability_point` at :data:`LARGE_SCALE`."""
+    return lyu_probability_point(width, seed, init_scale=LARGE_SCALE)
+
+
+def phuong_probability_large_point(width: int, seed: int) -> dict:
+    """:func:`phuong_probability_point` at :data:`LARGE_SCALE`."""
+    return phuong_probability_point(width, seed, init_scale=LARGE_SCALE)
+
+
 POINTS = dict(
     phuong_min=phuong_min_point,
     lyu=lyu_point,
@@ -339,6 +354,8 @@ POINTS = dict(
     lyu_probability=lyu_probability_point,
     phuong_probability=phuong_probability_point,
     moves=moves_point,
+    lyu_probability_large=lyu_probability_large_point,
+    phuong_probability_large=phuong_probability_large_point,
 )
 MOVES = dict(alpha=(0.0, 0.05, 0.2, 0.5), std=(0.3, 0.6, 0.8, 1.0))
 
@@ -351,7 +368,7 @@ def _grid(name: str) -> list[dict]:
             for v in values
             for s in range(5)
         ]
-    if name in ("lyu_probability", "phuong_probability"):
+    if name.endswith("_probability") or name.endswith("_probability_large"):
         return [
             dict(width=m, seed=s) for m in PROBABILITY_WIDTHS for s in PROBABILITY_SEEDS
         ]
@@ -361,6 +378,17 @@ def _grid(name: str) -> list[dict]:
         for w in WIDTHS
         for s in SEEDS
     ]
+
+
+def grid_key(name: str) -> str:
+    """The code key a stored grid ``name`` is checked against: :func:`moves_key` for
+    the moves, :func:`code_key` with :data:`LARGE_SCALE` for the probability rivals,
+    else :func:`code_key`."""
+    if name == "moves":
+        return moves_key()
+    if name.endswith("_large"):
+        return hashlib.sha256(f"{code_key()} {LARGE_SCALE!r}".encode()).hexdigest()[:12]
+    return code_key()
 
 
 def _timed(name: str, point: dict) -> dict:
@@ -387,10 +415,7 @@ def compute(name: str, workers: int = 1, points: list[dict] | None = None):
         _timed, [dict(name=name, point=p) for p in points], max_workers=workers
     )
     frame = pd.DataFrame(rows)
-    frame["commit"], frame["code_key"] = (
-        _commit(),
-        moves_key() if name == "moves" else code_key(),
-    )
+    frame["commit"], frame["code_key"] = _commit(), grid_key(name)
     return frame
 
 
@@ -414,9 +439,7 @@ def load(name: str):
     import pandas as pd
 
     frame = pd.read_parquet(path(name))
-    stale = bool(
-        (frame["code_key"] != (moves_key() if name == "moves" else code_key())).any()
-    )
+    stale = bool((frame["code_key"] != grid_key(name)).any())
     return frame, stale
 
 
@@ -485,6 +508,66 @@ def per_seed(frame, scale: float, gap: str, worst: str = "max") -> np.ndarray:
     sub = frame[np.isclose(frame["init_scale"], scale)]
     g = sub.groupby("seed")[gap]
     return (g.max() if worst == "max" else g.min()).to_numpy(float)
+
+
+def _passed(frame, gap: str, threshold: float, relation: str) -> np.ndarray:
+    ok = frame[gap] <= threshold if relation == "<=" else frame[gap] >= threshold
+    return (ok & frame[gap].notna()).to_numpy(bool)
+
+
+def scale_trials(frame, gap: str, threshold: float, relation: str = "<=") -> dict:
+    """The per-run outcomes behind a critical scale (:func:`critical_scale`): at
+    the bracket's ``lo`` the pass flags (``below``), at ``hi`` the fail flags
+    (``above``), and the rival "no dependence on scale" — the pass flags at the
+    grid's largest scale (``top``) and the fail flags at its smallest (``bottom``).
+    One flag per (width, seed) run of the scale."""
+    crit = critical_scale(frame, gap, threshold, relation)
+    passed = _passed(frame, gap, threshold, relation)
+    scales = np.sort(frame["init_scale"].unique())
+
+    def at(scale: float) -> np.ndarray:
+        return passed[np.isclose(frame["init_scale"].to_numpy(float), scale)]
+
+    out = dict(crit, top_scale=float(scales[-1]), bottom_scale=float(scales[0]))
+    out["top"], out["bottom"] = at(scales[-1]), ~at(scales[0])
+    if np.isfinite(crit["critical"]):
+        out["below"], out["above"] = at(crit["lo"]), ~at(crit["hi"])
+    return out
+
+
+def clause_table(small, large, gap: str, threshold: float, event: str, failure):
+    """A probability clause per width ``m``: ``successes`` (the limit reached, one
+    flag per init of the small-scale grid ``small``), ``rival`` (the same at the
+    large scale, grid ``large``), the bound ``1 − failure(m)``, the runs that
+    failed and how many of them had the proof's failure event (column ``event``).
+    Points of ``large`` whose flow stopped with an error are left out of the rival
+    (``large_runs`` says how many remain)."""
+    import pandas as pd
+
+    rows = []
+    for m, g in small.groupby("width"):
+        ok = _passed(g, gap, threshold, "<=")
+        ev = g[event].to_numpy(bool)
+        big = large[large["width"] == m]
+        if "error" in big:  # a flow that stopped has no outcome: left out, counted
+            big = big[big["error"] == ""]
+        rows.append(
+            dict(
+                m=int(m),
+                runs=len(g),
+                bound=1.0 - failure(m),
+                failed=int((~ok).sum()),
+                event=int(ev.sum()),
+                failed_with_event=int((~ok & ev).sum()),
+                fail_rate=float((~ok).mean()),
+                large_runs=len(big),
+                large_fail_rate=float((~_passed(big, gap, threshold, "<=")).mean()),
+                successes=ok,
+                no_event=~ev,
+                rival=_passed(big, gap, threshold, "<="),
+            )
+        )
+    return pd.DataFrame(rows)
 
 
 def heatmaps(
