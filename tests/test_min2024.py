@@ -429,3 +429,34 @@ def test_escape_slope_of_an_exact_log_law():
     t_esc = 0.7 + np.log(1 / eps) / rate
     assert M.escape_slope(eps, t_esc, rate) == pytest.approx(1.0)
     assert M.escape_slope(eps, 2 * t_esc, rate) == pytest.approx(2.0)
+
+
+def test_live_cosines_shortcut_equals_the_full_activation_check():
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(40, 12))
+    y = np.where(rng.random(40) < 0.5, 1.0, -1.0)
+    xp, xm = M.aggregate_data(X, y)
+    for scale in (1.0, 1e-6):
+        W = scale * rng.normal(size=(30, 12))
+        W[:5] = -np.abs(W[:5]) * np.sign(X).sum(0)  # some rows dead or nearly
+        v = rng.normal(size=30)
+        cos = np.where(v > 0, M.row_cosines(W, xp), M.row_cosines(W, xm))
+        full = cos[((W @ X.T) > 0).any(axis=1)]
+        np.testing.assert_array_equal(M.live_cosines(W, v, X, y), full)
+
+
+def test_phase_summary_equals_the_per_snapshot_definitions():
+    ds = data.opposite_cones(16, 5, 0.5, seed=2)
+    net = models.TwoLayerNet(5, 12, init="gaussian", scale=1e-4, seed=2)
+    run = flows.gd(net, ds, lr=0.05, steps=600, reduction="sum", snapshot_steps=range(0, 601, 10))
+    Ws, vs = run.param("W"), run.param("a")
+    s = M.phase_summary(run.steps, run.loss, Ws, vs, ds.X, ds.y)
+    k = M.halving_index(run.loss)
+    bands = [M.band(W, v, ds.X, ds.y) for W, v in zip(Ws, vs)]
+    kb = M.first_index(np.nan_to_num(bands), 0.9)
+    al = [M.alignment(W, v, ds.X, ds.y) for W, v in zip(Ws[: k + 1], vs[: k + 1])]
+    assert s.t_half == run.steps[k]
+    assert s.t_band == (run.steps[kb] if kb is not None else np.inf)
+    assert s.cos_plus == np.nanmax([a.mean_plus for a in al])
+    assert s.cos_minus == np.nanmax([a.mean_minus for a in al])
+    assert s.band == bands[k]

@@ -505,16 +505,31 @@ def live_cosines(W, v, X, y) -> np.ndarray:
     """``cos(w_j, x±)`` of every live neuron (active on some point) with the
     aggregate of its own class (``x+`` for ``v_j > 0``, ``x−`` for ``v_j < 0``)."""
     W, v, X, y = _wv(W, v, X, y)
-    xp, xm = aggregate_data(X, y)
+    return _live_cos(W, v, X, *aggregate_data(X, y))
+
+
+def _live_cos(W, v, X, xp, xm) -> np.ndarray:
+    # validated inputs; w·x± > 0 means w·x_i > 0 for some i of the class: live
+    # without the full product, so only the other rows need W X^T (the cost of
+    # Fig 5's read-outs)
     cos = np.where(v > 0, row_cosines(W, xp), row_cosines(W, xm))
-    return cos[((W @ X.T) > 0).any(axis=1)]
+    live = cos > 1e-9
+    rest = ~live
+    if rest.any():
+        live[rest] = ((W[rest] @ X.T) > 0).any(axis=1)
+    return cos[live]
 
 
 def band(W, v, X, y, level: float = 0.9) -> float:
     """Fraction of the live neurons at ``cos(w_j, x±) ≥ level`` with their own
     class's aggregate (Fig 5's shaded band, Thm 1 (i) for every neuron);
     NaN when no neuron is live."""
-    cos = live_cosines(W, v, X, y)
+    W, v, X, y = _wv(W, v, X, y)
+    return _band(W, v, X, *aggregate_data(X, y), level)
+
+
+def _band(W, v, X, xp, xm, level: float) -> float:
+    cos = _live_cos(W, v, X, xp, xm)
     return float((cos >= level).mean()) if cos.size else float("nan")
 
 
@@ -740,23 +755,32 @@ def phase_summary(
         np.asarray(to_numpy(Ws), dtype=float),
         np.asarray(to_numpy(vs), dtype=float),
     )
-    bands = np.array([band(W, v, X, y, level) for W, v in zip(Ws, vs)])
-    kb = first_index(np.nan_to_num(bands, nan=0.0), level)
-    al = np.array(
-        [
-            [a.mean_plus, a.mean_minus]
-            for a in (alignment(W, v, X, y) for W, v in zip(Ws[: k + 1], vs[: k + 1]))
-        ]
-    )
+    X, y = as_xy(X, y)  # validated once: the loops below run over every snapshot
+    xp, xm = aggregate_data(X, y)
+    kb = None  # the first snapshot where the band reaches the level
+    for i, (W, v) in enumerate(zip(Ws, vs)):
+        if np.nan_to_num(_band(W, v, X, xp, xm, level), nan=0.0) >= level:
+            kb = i
+            break
+    al = np.array([_mean_cos(W, v, xp, xm) for W, v in zip(Ws[: k + 1], vs[: k + 1])])
     return PhaseSummary(
         int(steps[k]),
         float(steps[kb]) if kb is not None else float("inf"),
         float(np.nanmax(al[:, 0])),
         float(np.nanmax(al[:, 1])),
         activation_match(Ws[k], vs[k], X, y, tol),
-        float(bands[k]),
+        _band(Ws[k], vs[k], X, xp, xm, level),
         int(steps[-1]),
     )
+
+
+def _mean_cos(W, v, xp, xm) -> tuple[float, float]:
+    # Alignment.mean_plus / mean_minus of validated inputs
+    out = []
+    for mask, ref in ((v > 0, xp), (v < 0, xm)):
+        mean = W[mask].mean(axis=0, keepdims=True) if mask.any() else None
+        out.append(np.nan if mean is None else float(row_cosines(mean, ref)[0]))
+    return out[0], out[1]
 
 
 def join_runs(first, second) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
