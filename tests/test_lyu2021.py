@@ -463,3 +463,20 @@ def test_alignment_constant_scales_each_neurons_angle_by_its_b():
     assert L.alignment_constant(
         np.array([[-1.0, 0.0]]), np.array([1.0]), np.array([1.0, 0.0]), [1.0], 1.0
     ) == pytest.approx(2.0)
+
+
+def test_direction_distance_and_a_start_at_a_given_distance():
+    W, a = np.array([[3.0, 0.0]]), np.array([4.0])
+    assert L.direction_distance(2 * W, 2 * a, W, a) == pytest.approx(0, abs=1e-15)
+    # (0.6, 0, 0.8) against (0, 1, 0): orthogonal unit vectors, distance √2
+    assert L.direction_distance(W, a, np.array([[0.0, 1.0]]), [0.0]) == pytest.approx(
+        np.sqrt(2)
+    )
+    rng = np.random.default_rng(0)
+    for eps in (0.01, 0.5, 2.0):
+        W0, a0 = L.direction_at_distance(W, a, eps, rng)
+        v = np.r_[W0.ravel(), a0]
+        assert np.linalg.norm(v) == pytest.approx(1.0)
+        assert np.linalg.norm(v - np.array([0.6, 0.0, 0.8])) == pytest.approx(eps)
+    with pytest.raises(ValueError, match="at most 2"):
+        L.direction_at_distance(W, a, 2.5, rng)

@@ -781,3 +781,35 @@ def alignment_constant(W, a, u, b, r: float) -> float:
 
 
 __all__ += ["alignment_constant"]
+
+
+def direction_distance(W, a, W_ref, a_ref) -> float:
+    """``‖θ/‖θ‖ − θ_ref/‖θ_ref‖‖`` for ``θ = (W, a)``: the distance of two
+    parameter directions on the unit sphere (Thm 5.5, Thm 5.6)."""
+    W, a = _wa(W, a)
+    W_ref, a_ref = _wa(W_ref, a_ref)
+    u = np.r_[W.ravel(), a] / parameter_norm(W, a)
+    v = np.r_[W_ref.ravel(), a_ref] / parameter_norm(W_ref, a_ref)
+    if u.shape != v.shape:
+        raise ValueError(f"θ and θ_ref differ in shape: {W.shape} and {W_ref.shape}")
+    return float(np.linalg.norm(u - v))
+
+
+def direction_at_distance(W, a, eps: float, rng) -> tuple[np.ndarray, np.ndarray]:
+    """A unit direction at distance exactly ``eps`` (``0 < eps ≤ 2``) from
+    ``θ/‖θ‖``, turned towards a random direction ``rng`` draws (Thm 5.6's start
+    near a local-max-margin direction)."""
+    W, a = _wa(W, a)
+    eps = positive(eps, "eps")
+    if eps > 2:
+        raise ValueError(f"eps must be at most 2 (the sphere's diameter), got {eps}")
+    u = np.r_[W.ravel(), a] / parameter_norm(W, a)
+    xi = rng.standard_normal(u.shape)
+    xi -= (xi @ u) * u
+    xi /= np.linalg.norm(xi)
+    phi = 2 * np.arcsin(eps / 2)  # the chord eps subtends the angle phi
+    v = np.cos(phi) * u + np.sin(phi) * xi
+    return v[: W.size].reshape(W.shape), v[W.size :]
+
+
+__all__ += ["direction_distance", "direction_at_distance"]
