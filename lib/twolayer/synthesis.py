@@ -708,3 +708,98 @@ def move_point(
             W, a, X_eval, lyu2021.symmetric_limit_function(X_eval, base, alpha), alpha
         )
     return out
+
+
+# ------------------------------------------------------------ the limits page's figures
+
+
+def _runs(ax, runs, key, color, label, start=2.0, log=True):
+    """One line per run of ``run[key]`` against ``log10 t`` (from ``log10 t >=
+    start``), labelled once."""
+    for i, r in enumerate(runs):
+        late = r["log10_t"] >= start
+        draw = ax.semilogy if log else ax.plot
+        draw(
+            r["log10_t"][late],
+            r[key][late],
+            "-",
+            color=color,
+            lw=1,
+            label=label if i == 0 else None,
+        )
+
+
+def plot_phuong_limit(axes, small, large, init_scale, large_scale, threshold=1e-3):
+    """The limits page's Phuong figure: the worst live neuron's gap per run against
+    the early-phase direction's (left), σ3/σ1 of ``W`` for both inits (right)."""
+    _runs(axes[0], small, "gap", "C0", "small init")
+    for i, r in enumerate(small):
+        axes[0].axhline(
+            r["early_gap"],
+            color="C3",
+            ls="--",
+            lw=0.8,
+            label="early phase $\\hat x_\\pm$" if i == 0 else None,
+        )
+    _runs(axes[1], small, "rank3", "C0", f"init scale {init_scale:g}")
+    _runs(axes[1], large, "rank3", "C1", f"init scale {large_scale:g}")
+    for ax, title, ylabel in (
+        (axes[0], "directions", "$1-\\cos(w_j, w_\\pm)$"),
+        (axes[1], "rank ≤ 2", "$\\sigma_3/\\sigma_1$ of $W$"),
+    ):
+        ax.axhline(threshold, color="k", ls=":", label=f"threshold {threshold:g}")
+        ax.set(xlabel="$\\log_{10} t$", ylabel=ylabel, title=title)
+        ax.legend(loc="center right", fontsize=8)
+
+
+def plot_gd_check(ax, check, lr):
+    """The GF/GD figure: the distance to GD at two steps and the moved-init rival."""
+    t = check["times"][1:]
+    ax.loglog(t, check["dist"][1:], "o-", label=f"GD, $\\eta$ = {lr:g}")
+    ax.loglog(t, check["dist_half"][1:], "s-", label=f"GD, $\\eta$ = {lr / 2:g}")
+    ax.loglog(
+        t, check["rival_dist"][1:], "^--", color="C3", label="flow from a 1% moved init"
+    )
+    ax.set(xlabel="flow time $t$", ylabel="relative distance to GD ($\\eta$)")
+    ax.legend()
+
+
+def plot_lyu_limit(axes, runs, phase1_gap, big_margin, large_sigma, threshold=0.05):
+    """The Lyu figure: the relative sup gap per run against phase I's (left), the
+    normalised margin over the global maximum against the large init's (right)."""
+    from matplotlib.ticker import NullFormatter
+
+    _runs(axes[0], runs, "err", "C0", "learned")
+    _runs(axes[1], runs, "margin", "C0", "learned", log=False)
+    axes[0].axhline(
+        phase1_gap, color="C3", ls="--", label="phase I: $\\bar\\mu$ (best seed)"
+    )
+    axes[0].axhline(threshold, color="k", ls=":", label=f"threshold {threshold:g}")
+    axes[0].set(
+        xlabel="$\\log_{10} t$", ylabel="relative sup gap", title="function (Thm 4.3)"
+    )
+    axes[0].yaxis.set_minor_formatter(NullFormatter())
+    axes[1].axhline(
+        big_margin, color="C1", ls="--", label=f"init scale {large_sigma:g} (best seed)"
+    )
+    axes[1].axhline(0.99, color="k", ls=":", label="threshold 0.99")
+    axes[1].set(
+        xlabel="$\\log_{10} t$", ylabel="margin / global max", title="margin (Thm 4.2)"
+    )
+    for ax in axes:
+        ax.legend(loc="best", fontsize=8)
+
+
+def plot_sarussi_limit(
+    ax, small, large, small_scale, large_scale, c_large, threshold=1e-3
+):
+    """The Sarussi figure: the clustering ratio per run for both inits, the
+    late-phase rate ``c/log10 t`` with the large init's mean ``c`` and the
+    threshold asked at the last time."""
+    _runs(ax, small, "ratio", "C0", f"init scale {small_scale:g}", start=-100)
+    _runs(ax, large, "ratio", "C1", f"init scale {large_scale:g}", start=-100)
+    lt = np.linspace(50, 300, 20)
+    ax.semilogy(lt, c_large / lt, "k--", lw=1, label="$c/\\log_{10} t$, large-init $c$")
+    ax.axhline(threshold, color="k", ls=":", label=f"threshold {threshold:g}")
+    ax.set(xlabel="$\\log_{10} t$", ylabel="$R/\\|\\bar w-\\bar u\\|$")
+    ax.legend(fontsize=8)
