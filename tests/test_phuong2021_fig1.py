@@ -64,5 +64,26 @@ def test_lemma2_ascent_one_end_point_on_orthogonally_separable_data():
     xp, _ = P.early_phase_directions(ds.X, ds.y)
     assert np.allclose(ends, xp / np.linalg.norm(xp), atol=1e-6)
     rival = P.two_cluster_data(150, 6, seed=1)
-    r_spread, _ = P.lemma2_ascent(rival.X, rival.y, starts=20, seed=1)
-    assert r_spread > 0.1
+    r_spread, r_agree = P.lemma2_ascent(rival.X, rival.y, starts=20, seed=1)
+    assert r_spread > 0.1 and r_agree < 1
+    # the agreement is the share of examples whose sign pattern matches σ±
+    sp, sm = P.extremal_sectors(rival.X, rival.y)
+    _, ends = P.G_ascent(rival.X, rival.y, starts=20, sign=1, seed=1)
+    share = [np.mean(np.sign(rival.X @ e) == sp) for e in ends]
+    assert r_agree <= min(share) + 1e-12
+
+
+def test_network_statistics_at_the_limit_and_one_neuron_off():
+    ds, W, a, w, x = _limit_net()
+    s = P.network_statistics(W, a, ds.X, ds.y, w, x)
+    assert abs(s["aligned"] - 1) < 1e-12 and s["closer"] == 1.0 and s["dead"] == 0
+    assert abs(s["progress"] - 1) < 1e-6 and s["in_sector"] == 1.0
+    assert s["imbalance"] < 1e-12
+    # two of four neurons moved to x̂±: the median progress is halfway, closer ½
+    Wx, ax = P.balanced_net_at(W, a, *x)
+    W2, a2 = W.copy(), a.copy()
+    W2[[0, 2]], a2[[0, 2]] = Wx[[0, 2]], ax[[0, 2]]
+    s2 = P.network_statistics(W2, a2, ds.X, ds.y, w, x)
+    assert abs(s2["progress"] - 0.5) < 1e-6 and s2["closer"] == 0.5
+    cos = np.sort([1, 1, *(x[i] @ w[i] / np.linalg.norm(w[i]) for i in (0, 1))])
+    assert abs(s2["aligned"] - np.median(cos)) < 1e-9

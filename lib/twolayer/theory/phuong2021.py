@@ -575,12 +575,40 @@ def construction_residual(W, a, X, y) -> float:
 def lemma2_ascent(X, y, starts: int = 200, seed: int = 0) -> tuple[float, float]:
     """Lemma 2 by :func:`G_ascent` of ``+G`` and ``−G`` from ``starts`` random
     points: ``(largest distance of an end point to the mean of its sign's end
-    points, rounded to 1e-12; smaller fraction of end points in σ±)``. One
-    maximiser and one minimiser, in ``σ+`` and ``σ−``: ``(0, 1)``."""
+    points, rounded to 1e-12; smallest fraction of the examples on which an end
+    point's activation sign matches σ±)``. One maximiser and one minimiser, in
+    ``σ+`` and ``σ−``: ``(0, 1)``."""
     sp, sm = extremal_sectors(X, y)
-    spread, inside = [], []
+    spread, agree = [], []
     for sign, sector in ((1, sp), (-1, sm)):
         _, ends = G_ascent(X, y, starts=starts, sign=sign, seed=seed)
         spread.append(np.linalg.norm(ends - ends.mean(0), axis=1).max())
-        inside.append(in_sector(ends, X, sector).mean())
-    return float(np.round(max(spread), 12)), float(min(inside))
+        match = activation_pattern(ends, X) == np.asarray(sector)[None, :]
+        agree.append(match.mean(axis=1).min())
+    return float(np.round(max(spread), 12)), float(min(agree))
+
+
+def network_statistics(W, a, X, y, w_pm, x_pm) -> dict[str, float]:
+    """The Fig. 1 page's statistics of one trained network: ``aligned`` (median
+    over all neurons of ``cos(w_j, w_sign(a_j))``, Fig. 1c), ``rank``
+    (``σ3/σ1``), over the live neurons ``progress`` (median
+    :func:`geodesic_progress` x̂± → w±), ``closer`` (fraction past ½) and
+    ``in_sector`` (fraction in ``J+ ∪ J−``), ``dead`` (count) and
+    :func:`imbalance`."""
+    from ..metrics import rank_ratio
+
+    (wp, wm), (xp, xm) = w_pm, x_pm
+    groups = neuron_groups(W, a, X, y)
+    live = ~groups.dead
+    if not live.any():
+        raise ValueError("every neuron is dead: no live neuron to measure")
+    progress = geodesic_progress(W, a, wp, wm, xp, xm)[live]
+    return dict(
+        aligned=float(np.median(cosines_to_max_margin(W, a, wp, wm))),
+        rank=rank_ratio(W, 2),
+        progress=float(np.median(progress)),
+        closer=float(np.mean(progress > 0.5)),
+        dead=int(groups.dead.sum()),
+        in_sector=float(np.mean((groups.plus | groups.minus)[live])),
+        imbalance=imbalance(W, a),
+    )
