@@ -8,6 +8,7 @@ that lost then waits for a kernel that never answers ("Kernel didn't respond in
 files; each kernel gets its own fresh folder for them (an absolute path: nbval
 starts the kernel in the notebook's folder, the client stays in pytest's).
 """
+
 from __future__ import annotations
 
 import os
@@ -32,5 +33,6 @@ class IPCKernelManager(KernelManager):
         await super()._async_cleanup_resources(restart=restart)
         if not restart:
             shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
+
 
 nbval.kernel.KernelManager = IPCKernelManager
