@@ -803,3 +803,154 @@ def plot_sarussi_limit(
     ax.axhline(threshold, color="k", ls=":", label=f"threshold {threshold:g}")
     ax.set(xlabel="$\\log_{10} t$", ylabel="$R/\\|\\bar w-\\bar u\\|$")
     ax.legend(fontsize=8)
+
+
+# ------------------------------------------------ the moves, measured over many draws
+
+
+def leaky_move(
+    seed: int,
+    alpha: float,
+    *,
+    std: float = 0.5,
+    width: int = 20,
+    init_scale: float = 1e-3,
+    times=(1e100, 1e200, 1e300),
+) -> dict:
+    """The α move on :func:`nonsymmetric_data` (draw ``seed``, ``μ > 0``): Phuong's gap
+    (:func:`live_gap`) at each of ``times``. Under ReLU it decays like ``1/log t``
+    (``log10`` gap falls by ``log10 3`` from 1e100 to 1e300); a leaky slope gives the
+    neurons another limit, so the gap stalls at a positive value."""
+    from .flows import gradient_flow
+
+    data = nonsymmetric_data(std=std, seed=seed)
+    pair = max_margin_pair(data)
+    net = TwoLayerNet(
+        data.d, width, alpha=alpha, init="balanced", scale=init_scale, seed=seed
+    )
+    run = gradient_flow(
+        net, data, max(times), rtol=1e-5, atol=1e-8, snapshot_times=[0.0, *times]
+    )
+    gaps = [live_gap(s["W"], s["a"], data.X, *pair) for s in run.snapshots[1:]]
+    return {f"gap_{t:.0e}": float(g) for t, g in zip(times, gaps)}
+
+
+def mu_move(seed: int, std: float, *, init_scale: float = 1e-3, width: int = 20):
+    """The μ move: :func:`move_point` on :func:`nonsymmetric_data` of spread ``std``
+    (draw ``seed``): ``μ``, Phuong's gap at ``t = 1e300``, Min's ``t1`` and
+    ``log n/√μ`` (paper time)."""
+    out = move_point(
+        nonsymmetric_data(std=std, seed=seed),
+        width=width,
+        init_scale=init_scale,
+        seed=seed,
+    )
+    return {k: out[k] for k in ("mu", "phuong", "t1", "t_scale", "orthogonal")}
+
+
+def width2_move(
+    seed: int, signs, *, alpha: float = 0.5, init_scale: float = 1e-4
+) -> float:
+    """Width 2 on Lyu's symmetric data (:func:`twolayer.regimes.lyu_data`, draw
+    ``seed``), a balanced init with the output signs forced to ``signs``: the relative
+    sup gap to ``(1+α)/4⟨w*, x⟩`` at ``t = 1e300``. With one neuron of each sign
+    Lemma 5.4's event (``b̄`` of one sign: for a balanced init ``sign b̄_k =
+    sign a_k``) cannot occur."""
+    from .flows import gradient_flow
+    from .regimes import lyu_data
+
+    data, X_eval = lyu_data(seed)
+    w_star = lyu2021.max_margin_separator(data.X, data.y)
+    target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
+    net = TwoLayerNet(
+        data.d,
+        2,
+        alpha=alpha,
+        init="balanced",
+        scale=init_scale,
+        seed=seed,
+        signs=np.asarray(signs, float),
+    )
+    run = gradient_flow(net, data, 1e300, rtol=1e-5, atol=1e-8, n_snapshots=3)
+    return lyu2021.limit_error(run.final["W"], run.final["a"], X_eval, target, alpha)
+
+
+# ------------------------------------------------------------ the overlay page
+
+
+def mirror_gap(data: Dataset) -> float:
+    """``max(‖ŵ+ − ŵ*‖, ‖ŵ− + ŵ*‖)`` over unit vectors: how far Phuong & Lampert's
+    directions (eqs. 6-7) are from ``±w*``, Lyu et al.'s linear max-margin direction
+    (0 on antipodal data, where the two classes' problems mirror the linear one)."""
+    w_plus, w_minus = max_margin_pair(data)
+    w_star = lyu2021.max_margin_separator(data.X, data.y)
+
+    def unit(v):
+        return v / np.linalg.norm(v)
+
+    return float(
+        max(
+            np.linalg.norm(unit(w_plus) - unit(w_star)),
+            np.linalg.norm(unit(w_minus) + unit(w_star)),
+        )
+    )
+
+
+def support_span_rank(data: Dataset) -> int:
+    """The smaller rank of the two classes' support examples (Phuong & Lampert
+    Thm 1 asks that they span ``R^d``)."""
+    s = phuong2021.support_examples(data.X, data.y)
+    return int(
+        min(
+            np.linalg.matrix_rank(data.X[s.positive]),
+            np.linalg.matrix_rank(data.X[s.negative]),
+        )
+    )
+
+
+def plot_overlay(axes, runs, bigs, init_scale, large_scale, threshold=1e-3):
+    """The overlay figure: the three papers' gaps along each run, small init (top)
+    and large init (bottom)."""
+    labels = {
+        "phuong": "Phuong: max $1-\\cos(w_j, w_\\pm)$",
+        "lyu": "Lyu: rel. sup gap to $\\frac{1+\\alpha}{4}\\langle w^*,x\\rangle$",
+        "sarussi": "Sarussi: $R/\\|\\bar w-\\bar u\\|$ (directions)",
+    }
+    for ax, rs, scale in ((axes[0], runs, init_scale), (axes[1], bigs, large_scale)):
+        for i, o in enumerate(rs):
+            late = o["gaps"][o["gaps"].log10_t >= 0]
+            for j, (key, label) in enumerate(labels.items()):
+                ax.semilogy(
+                    late.log10_t,
+                    late[key],
+                    color=f"C{j}",
+                    lw=1,
+                    label=label if i == 0 else None,
+                )
+        ax.axhline(threshold, color="k", ls=":", lw=1)
+        ax.set(ylabel="gap to the limit", title=f"init scale {scale:g}", ylim=(1e-6, 3))
+    axes[1].set(xlabel="$\\log_{10} t$")
+    axes[0].legend(loc="lower left", fontsize=8)
+
+
+def plot_min_overlay(axes, runs, bigs, init_scale, large_scale):
+    """Min et al. on the overlay runs: the fraction in own cone or dead (left) and the
+    stable rank (right) against ``log10 t``, with the first draw's ``log n/√μ``."""
+    for rs, color, scale in ((runs, "C0", init_scale), (bigs, "C1", large_scale)):
+        for i, o in enumerate(rs):
+            lt = np.log10(np.maximum(o["run"].times, 1e-1))
+            lab = f"scale {scale:g}" if i == 0 else None
+            axes[0].plot(lt, o["early"]["in_cones"], "-", color=color, lw=1, label=lab)
+            axes[1].plot(lt, o["ranks"], "-", color=color, lw=1, label=lab)
+    check = np.log10(runs[0]["t_scale"])
+    for ax, ylabel, title in (
+        (axes[0], "in own cone or dead", "Min Thm 1 (i): alignment"),
+        (axes[1], "stable rank", "Min Thm 1: stable rank"),
+    ):
+        ax.axvline(
+            check, color="k", ls=":", lw=1, label="$\\log n/\\sqrt{\\mu}$ (first seed)"
+        )
+        ax.set(ylabel=ylabel, title=title, xlim=(-1, 4), xlabel="$\\log_{10} t$")
+    axes[1].axhline(2, color="C3", ls="--", lw=1, label="bound 2")
+    for ax in axes:
+        ax.legend(loc="best", fontsize=8)
