@@ -87,3 +87,16 @@ def test_network_statistics_at_the_limit_and_one_neuron_off():
     assert abs(s2["progress"] - 0.5) < 1e-6 and s2["closer"] == 0.5
     cos = np.sort([1, 1, *(x[i] @ w[i] / np.linalg.norm(w[i]) for i in (0, 1))])
     assert abs(s2["aligned"] - np.median(cos)) < 1e-9
+
+
+def test_limit_statistics_vanish_at_lemma_c1s_limit():
+    ds = data.orthant_data(40, 4, seed=3)
+    w = P.max_margin_directions(ds.X, ds.y)
+    c1 = P.lemma_c1_check(ds.X, ds.y, u=[1.0, 0.0, 2.0], z=[0.0, 1.0, 0.0])
+    s = P.limit_statistics(c1.W, c1.a, ds.X, ds.y, w)
+    assert max(s.values()) < 1e-4
+    # the margin by hand: min_i y_i f(x_i) / ‖θ‖² against 1/(2(‖w+‖ + ‖w−‖))
+    q = ds.y * (np.maximum(ds.X @ c1.W.T, 0) @ c1.a)
+    gamma = q.min() / ((c1.W**2).sum() + (c1.a**2).sum())
+    star = 1 / (2 * (np.linalg.norm(w[0]) + np.linalg.norm(w[1])))
+    assert abs(s["margin"] - abs(gamma / star - 1)) < 1e-12

@@ -612,3 +612,26 @@ def network_statistics(W, a, X, y, w_pm, x_pm) -> dict[str, float]:
         in_sector=float(np.mean((groups.plus | groups.minus)[live])),
         imbalance=imbalance(W, a),
     )
+
+
+def limit_statistics(W, a, X, y, w_pm, kkt_tight: float = 0.05) -> dict[str, float]:
+    """Theorem 1 and Lemma C.1 at the end of a flow, for one network: ``W_res``
+    and ``a_res`` (:func:`fit_two_directions`), ``kkt`` (relative stationarity
+    residual, constraints within ``kkt_tight`` of the smallest margin tight) and
+    ``margin`` (``|γ/γ* − 1|`` with ``γ* = 1/(2(‖w+‖ + ‖w−‖))``, the limit's
+    normalised margin). All 0 at the limit."""
+    from ..metrics import normalized_margin, parameter_norm
+    from ..models import two_layer_output
+    from .margins import kkt_two_layer
+
+    wp, wm = w_pm
+    fit = fit_two_directions(W, a, wp, wm)
+    gamma = normalized_margin(
+        two_layer_output(W, a, X), y, parameter_norm(W, a), homogeneity=2
+    )
+    return dict(
+        W_res=fit.W_residual,
+        a_res=fit.a_residual,
+        kkt=kkt_two_layer(W, a, X, y, tight_tol=kkt_tight).stationarity,
+        margin=abs(gamma / limit_normalized_margin(wp, wm) - 1),
+    )
