@@ -515,3 +515,35 @@ def test_par_entry_time_first_snapshot_of_the_final_stay():
     assert s.par_entry_time([0, 1, 2, 3], [bad, good, bad, good], X, y) == 3.0
     assert s.par_entry_time([0, 1], [good, good], X, y) == 0.0
     assert np.isnan(s.par_entry_time([0, 1], [good, bad], X, y))
+
+
+def test_par_svm_in_par_on_symmetric_data_and_a_broken_set():
+    # symmetric data: the PAR SVM is (w_lin, -w_lin) up to scale, in the PAR
+    X, y = _gaussians(seed=1, n=30, d=2)
+    sym = data.symmetric_augment(data.Dataset(X[y > 0], y[y > 0], "", ""))
+    assert s.par_svm_in_par(sym.X, sym.y, 0.2) == 1.0
+    # the Fig 4 Gaussians of data draw 5: the PAR SVM's u is positive on some
+    # positive points (checked by hand from the solution), so the value is < 1
+    pos = data.two_gaussians(100, 2, mean=np.array([2.0, 1.5]), std=0.5, seed=5)
+    neg = data.two_gaussians(100, 2, mean=np.array([2.0, -0.5]), std=0.5, seed=6)
+    X2 = np.vstack([pos.positives, neg.negatives])
+    y2 = np.r_[np.ones(50), -np.ones(50)]
+    w, u = s.par_svm(X2, y2, 0.2)
+    by_hand = np.mean((np.sign(X2 @ w) == y2) & (np.sign(X2 @ u) == -y2))
+    assert by_hand < 1.0
+    assert s.par_svm_in_par(X2, y2, 0.2) == pytest.approx(by_hand)
+
+
+def test_regime_history_rows_by_hand():
+    X, y = _par_example()
+    P = np.array([[1.0, 0.0], [1.0, 0.5]])
+    Q = np.array([[-1.0, 0.1], [1.0, 0.0]])  # the second u classifies like y
+    W0, W1 = np.vstack([P, Q]), np.vstack([P, -P])
+    rows = s.regime_history([W0, W1], [0, 7], X, y, 0.2)
+    assert [r["step"] for r in rows] == [0, 7]
+    assert rows[0]["par_w"] == 1.0 and rows[0]["par_u"] == 0.5
+    assert not rows[0]["in_nar"] and rows[1]["in_par"] and rows[1]["in_nar"]
+    assert rows[0]["disagree_u"] == 4 and rows[1]["disagree_w"] == 0
+    # R of the second snapshot: both clusters have half-distance ‖(0, 0.25)‖
+    assert rows[1]["radius"] == pytest.approx(0.25)
+    assert rows[1]["accuracy"] == 1.0

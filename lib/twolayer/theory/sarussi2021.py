@@ -881,3 +881,52 @@ def par_entry_time(times, weights, X, y, margin: float = 0.0) -> float:
         return float("nan")
     out = np.flatnonzero(~inside)
     return float(t[out.max() + 1]) if out.size else 0.0
+
+
+def par_svm_in_par(X, y, alpha: float) -> float:
+    """The fraction of training points on which the PAR SVM's own directions
+    ``(w, u)`` (:func:`par_svm`) vote as the PAR requires: ``sign(w·x_j) = y_j``
+    and ``sign(u·x_j) = −y_j``. A property of the data alone (one convex
+    program). Theorem 6.2 assumes the flow stays in the PAR and concludes that
+    its directions tend to ``(w, u)``; both can hold only if ``(w, u)`` lies in
+    the (closed) PAR, so a value below 1 means the theorem's trajectory
+    hypothesis cannot be met on this set (up to ties on a kink)."""
+    X, y = as_xy(X, y)
+    w, u = par_svm(X, y, alpha)
+    return float(np.mean((np.sign(X @ w) == y) & (np.sign(X @ u) == -y)))
+
+
+def regime_history(weights, clock, X, y, alpha: float, margin: float = 0.0) -> list:
+    """One row per snapshot (``weights``: the fixed-second-layer matrices ``W``;
+    ``clock``: their steps or flow times) of the §6 measures: the clustering
+    ratio ``R/‖w̄−ū‖`` and radius ``R``, the largest angle within each cluster,
+    the fractions of w- and u-neurons in the PAR and of all neurons, NAR and PAR
+    membership of the network, the largest same-type disagreements and the
+    training accuracy (votes at relative margin ``margin``). A list of dicts
+    (a DataFrame's rows)."""
+    rows = []
+    for step, W in zip(clock, weights):
+        P, Q = split_neurons(W)
+        par = par_membership(P, Q, X, y, margin)
+        dw, du = same_type_disagreements(P, Q, X, margin)
+        aw, au = max_cluster_angles(P, Q)
+        cl = clusters(P, Q)
+        out = np.sign(network_output(P, Q, X, alpha))
+        rows.append(
+            dict(
+                step=step,
+                ratio=cl.ratio,
+                radius=cl.radius,
+                angle_w=aw,
+                angle_u=au,
+                par_w=float(par.w_neurons.mean()),
+                par_u=float(par.u_neurons.mean()),
+                par=par.fraction,
+                in_nar=nar_membership(P, Q, X, margin).network,
+                in_par=par.network,
+                disagree_w=dw,
+                disagree_u=du,
+                accuracy=float(np.mean(out == np.asarray(to_numpy(y)))),
+            )
+        )
+    return rows
