@@ -480,3 +480,17 @@ def test_direction_distance_and_a_start_at_a_given_distance():
         assert np.linalg.norm(v - np.array([0.6, 0.0, 0.8])) == pytest.approx(eps)
     with pytest.raises(ValueError, match="at most 2"):
         L.direction_at_distance(W, a, 2.5, rng)
+
+
+def test_axis_share_log10_time_inverts_the_late_phase_laws():
+    from scipy.optimize import brentq
+
+    alpha, x0, k, const = 0.5, 0.1, 3.0, 2.0
+    c_plus = np.geomspace(50.0, 400.0, 6)
+    c_minus = k * c_plus**alpha  # c− ∝ c+^α
+    times = np.exp(x0 * (c_plus + alpha * c_minus) + const)
+    got = L.axis_share_log10_time(c_plus, c_minus, times, x0, alpha, share=0.01)
+    # independently: the c+ at which k c+^α / (c+ + k c+^α) = 1%, then ln t
+    cp = brentq(lambda c: k * c**alpha / (c + k * c**alpha) - 0.01, 1.0, 1e12)
+    expected = (x0 * (cp + alpha * k * cp**alpha) + const) / np.log(10)
+    assert got == pytest.approx(expected, rel=1e-9)

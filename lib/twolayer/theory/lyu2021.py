@@ -813,3 +813,28 @@ def direction_at_distance(W, a, eps: float, rng) -> tuple[np.ndarray, np.ndarray
 
 
 __all__ += ["direction_distance", "direction_at_distance"]
+
+
+def axis_share_log10_time(
+    c_plus, c_minus, times, x0: float, alpha: float, share: float = 0.01
+) -> float:
+    """Fig. 1 middle, late phase on the axis: ``log10 t`` at which the share
+    ``c_−/(c_+ + c_−)`` of the ``−e1`` neurons falls to ``share``, extrapolated
+    from a run's late snapshots (masses ``c_±`` at ``times``, last one latest) by
+    the two late-phase laws: ``c_− ∝ c_+^α`` (``D_− = α D_+``) and
+    ``ln t = x0 (c_+ + α c_−) + const`` (the margin ``q_*`` of the points
+    ``(x0, ±h)`` that carry the loss grows like ``ln t``); the constant is the
+    median of ``ln t − q_*`` over the snapshots given."""
+    c_plus, c_minus = np.asarray(c_plus, float), np.asarray(c_minus, float)
+    times = np.asarray(times, float)
+    alpha = _alpha(alpha)
+    if not 0 < share < 1:
+        raise ValueError(f"share must be in (0, 1), got {share}")
+    target = share / (1 - share)  # c_−/c_+ at that share
+    ratio_end = c_minus[-1] / c_plus[-1]
+    c_p = c_plus[-1] * (ratio_end / target) ** (1 / (1 - alpha))
+    offset = np.median(np.log(times) - x0 * (c_plus + alpha * c_minus))
+    return float((x0 * c_p * (1 + alpha * target) + offset) / np.log(10))
+
+
+__all__ += ["axis_share_log10_time"]
