@@ -403,9 +403,16 @@ def test_run_cones_is_cone_report_of_the_run():
     ds = data.opposite_cones(10, 2, 0.4, seed=0)
     net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-6, seed=0)
     W, v = net.weights()
-    run = flows.gd(net, ds, lr=2e-3, steps=200, reduction="sum", snapshot_steps=range(201))
+    run = flows.gd(
+        net, ds, lr=2e-3, steps=200, reduction="sum", snapshot_steps=range(201)
+    )
     direct = M.cone_report(
-        M.paper_time(run.times), run.param("W"), run.param("a"), np.sign(v), ds.X, ds.y,
+        M.paper_time(run.times),
+        run.param("W"),
+        run.param("a"),
+        np.sign(v),
+        ds.X,
+        ds.y,
         W_init=W,
     )
     assert M.run_cones(run, W, v, ds.X, ds.y) == direct
@@ -414,11 +421,15 @@ def test_run_cones_is_cone_report_of_the_run():
 def test_loss_and_growth_reads_the_snapshot_at_the_step():
     ds = data.opposite_cones(10, 3, 0.4, seed=1)
     net = models.TwoLayerNet(3, 6, init="balanced", scale=1e-2, seed=1)
-    run = flows.gd(net, ds, lr=1e-2, steps=30, reduction="sum", snapshot_steps=[0, 10, 30])
+    run = flows.gd(
+        net, ds, lr=1e-2, steps=30, reduction="sum", snapshot_steps=[0, 10, 30]
+    )
     ratio, growth = M.loss_and_growth(run, 10)
     W = run.param("W")
     assert ratio == pytest.approx(run.loss[1] / run.loss[0])
-    assert growth == pytest.approx(np.log10(np.linalg.norm(W[1]) / np.linalg.norm(W[0])))
+    assert growth == pytest.approx(
+        np.log10(np.linalg.norm(W[1]) / np.linalg.norm(W[0]))
+    )
     with pytest.raises(ValueError):
         M.loss_and_growth(run, 20)
 
@@ -448,7 +459,9 @@ def test_live_cosines_shortcut_equals_the_full_activation_check():
 def test_phase_summary_equals_the_per_snapshot_definitions():
     ds = data.opposite_cones(16, 5, 0.5, seed=2)
     net = models.TwoLayerNet(5, 12, init="gaussian", scale=1e-4, seed=2)
-    run = flows.gd(net, ds, lr=0.05, steps=600, reduction="sum", snapshot_steps=range(0, 601, 10))
+    run = flows.gd(
+        net, ds, lr=0.05, steps=600, reduction="sum", snapshot_steps=range(0, 601, 10)
+    )
     Ws, vs = run.param("W"), run.param("a")
     s = M.phase_summary(run.steps, run.loss, Ws, vs, ds.X, ds.y)
     k = M.halving_index(run.loss)
@@ -460,3 +473,26 @@ def test_phase_summary_equals_the_per_snapshot_definitions():
     assert s.cos_plus == np.nanmax([a.mean_plus for a in al])
     assert s.cos_minus == np.nanmax([a.mean_minus for a in al])
     assert s.band == bands[k]
+
+
+def test_small_output_end_and_monotonicity_against_per_snapshot_loops():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(12, 4))
+    y = np.where(rng.random(12) < 0.5, 1.0, -1.0)
+    growth = np.geomspace(1e-3, 10, 9)[:, None, None]
+    Ws = growth * rng.normal(size=(1, 6, 4)) + 0.05 * rng.normal(size=(9, 6, 4))
+    vs = np.abs(growth[:, :, 0]) * rng.choice([-1.0, 1.0], size=(1, 6))
+    fmax = [M.max_output(W, v, X) for W, v in zip(Ws, vs)]
+    over = [k for k, f in enumerate(fmax) if f >= 1]
+    assert M.small_output_end(Ws, vs, X) == (over[0] - 1 if over else len(fmax) - 1)
+    s = np.sign(vs[0])
+    count = np.zeros(6, dtype=int)
+    for a, b in zip(Ws[:-1], Ws[1:]):
+        for j in range(6):
+            for i in range(12):
+                before, after = a[j] @ X[i] > 0, b[j] @ X[i] > 0
+                own = s[j] * y[i] > 0
+                count[j] += (own and before and not after) or (
+                    not own and not before and after
+                )
+    np.testing.assert_array_equal(M.monotonicity_violations(Ws, s, X, y), count)

@@ -324,7 +324,7 @@ def monotonicity_violations(Ws, signs, X, y) -> np.ndarray:
         raise ValueError(
             f"signs must have shape (h,) or (T, h) = {Ws.shape[:2]}, got {s.shape}"
         )
-    act = np.einsum("thd,nd->thn", Ws, X) > 0
+    act = (Ws @ X.T) > 0  # (T, h, n), one BLAS product per snapshot
     before, after = act[:-1], act[1:]
     same = (s[:-1, :, None] * y[None, None, :]) > 0  # the neuron's own class
     lost_own = same & before & ~after
@@ -570,7 +570,16 @@ def small_output_end(Ws, vs, X) -> int:
     """Index of the last snapshot before ``max_i |f(x_i)|`` first reaches 1 (the
     end of the alignment phase where Lemma 4 bounds the direction error)."""
     Ws = np.asarray(to_numpy(Ws), dtype=float)
-    fmax = np.array([max_output(W, v, X) for W, v in zip(Ws, to_numpy(vs))])
+    X = as_matrix(X, "X")  # validated once, not per snapshot
+    vs = np.asarray(to_numpy(vs), dtype=float)
+    if Ws.ndim != 3 or Ws.shape[2] != X.shape[1] or vs.shape != Ws.shape[:2]:
+        raise ValueError(
+            f"Ws {Ws.shape}, vs {vs.shape} and X {X.shape} must be (T, h, d), (T, h), "
+            "(n, d)"
+        )
+    fmax = np.array(
+        [np.abs(np.maximum(X @ W.T, 0.0) @ v).max() for W, v in zip(Ws, vs)]
+    )
     over = np.flatnonzero(fmax >= 1.0)
     return int(over[0] - 1) if over.size else len(fmax) - 1
 
