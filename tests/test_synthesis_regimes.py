@@ -181,3 +181,22 @@ def test_clause_table_counts_failures_and_events():
     assert t["large_fail_rate"].tolist() == [1.0, 1.0]
     assert t["successes"].iloc[0].tolist() == [True, False, False, True]
     assert not t["rival"].iloc[1].any()
+
+
+def test_mirror_gap_and_span_rank_on_antipodal_data():
+    data = synthesis.synthesis_data(seed=0)
+    assert synthesis.mirror_gap(data) < 1e-5  # mirror images of the linear problem
+    w_plus, w_minus = synthesis.max_margin_pair(data)
+    # independently: on antipodal data w− = −w+
+    assert np.allclose(
+        w_plus / np.linalg.norm(w_plus), -w_minus / np.linalg.norm(w_minus), atol=1e-5
+    )
+    assert 1 <= synthesis.support_span_rank(data) <= data.d
+    assert synthesis.mirror_gap(synthesis.nonsymmetric_data(std=0.3, seed=1)) > 0.05
+
+
+def test_moves_draws_point_kinds():
+    out = regimes.moves_draws_point("alpha", 0.5, 0)
+    assert set(out) >= {"gap_1e+100", "gap_1e+300"}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        regimes.moves_draws_point("nope", 0.0, 0)

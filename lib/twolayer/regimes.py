@@ -347,6 +347,58 @@ def phuong_probability_large_point(width: int, seed: int) -> dict:
     return phuong_probability_point(width, seed, init_scale=LARGE_SCALE)
 
 
+# the moves over many draws (book/synthesis/moves): kind -> values; 20 draws each
+DRAW_MOVES = dict(
+    mu=(0.3, 0.6, 0.8, 1.0, 1.3),
+    mu_large=(1.0,),
+    alpha=(0.0, 0.05, 0.2, 0.5),
+    width2=(1.0, -1.0),
+)
+DRAWS = tuple(range(20))
+
+
+def moves_draws_point(kind: str, value: float, seed: int) -> dict:
+    """One draw of one move (:mod:`twolayer.synthesis`): ``mu`` — spread ``value``
+    of :func:`~twolayer.synthesis.nonsymmetric_data` (init 1e-3), ``mu_large`` — the
+    same at init scale :data:`LARGE_SCALE`; ``alpha`` — leaky slope ``value`` at
+    spread 0.5 (Phuong's gap at 1e100, 1e200, 1e300); ``width2`` — width 2 on Lyu's
+    data with signs ``(1, value)``."""
+    from . import synthesis
+
+    if kind in ("mu", "mu_large"):
+        scale = LARGE_SCALE if kind == "mu_large" else 1e-3
+        out = synthesis.mu_move(seed, value, init_scale=scale)
+    elif kind == "alpha":
+        out = synthesis.leaky_move(seed, value)
+    elif kind == "width2":
+        out = dict(lyu=synthesis.width2_move(seed, (1.0, value)))
+    else:
+        raise ValueError(f"kind must be one of {sorted(DRAW_MOVES)}, got {kind!r}")
+    return dict(kind=kind, value=value, seed=seed, **out)
+
+
+def moves_draws_key() -> str:
+    """The code key of the ``moves_draws`` grid: :func:`code_key`, the grid and the
+    source of the synthesis functions it runs."""
+    import inspect
+
+    from . import synthesis
+    from .codekey import canonical
+
+    h = hashlib.sha256(f"{code_key()} {DRAW_MOVES!r} {DRAWS!r}".encode())
+    h.update(canonical(inspect.getsource(moves_draws_point)))
+    for fn in (
+        synthesis.mu_move,
+        synthesis.leaky_move,
+        synthesis.width2_move,
+        synthesis.move_point,
+        synthesis.nonsymmetric_data,
+        synthesis.live_gap,
+    ):
+        h.update(canonical(inspect.getsource(fn)))
+    return h.hexdigest()[:12]
+
+
 POINTS = dict(
     phuong_min=phuong_min_point,
     lyu=lyu_point,
@@ -356,6 +408,7 @@ POINTS = dict(
     moves=moves_point,
     lyu_probability_large=lyu_probability_large_point,
     phuong_probability_large=phuong_probability_large_point,
+    moves_draws=moves_draws_point,
 )
 MOVES = dict(alpha=(0.0, 0.05, 0.2, 0.5), std=(0.3, 0.6, 0.8, 1.0))
 
@@ -367,6 +420,13 @@ def _grid(name: str) -> list[dict]:
             for k, values in MOVES.items()
             for v in values
             for s in range(5)
+        ]
+    if name == "moves_draws":
+        return [
+            dict(kind=k, value=v, seed=s)
+            for k, values in DRAW_MOVES.items()
+            for v in values
+            for s in DRAWS
         ]
     if name.endswith("_probability") or name.endswith("_probability_large"):
         return [
@@ -386,6 +446,8 @@ def grid_key(name: str) -> str:
     else :func:`code_key`."""
     if name == "moves":
         return moves_key()
+    if name == "moves_draws":
+        return moves_draws_key()
     if name.endswith("_large"):
         return hashlib.sha256(f"{code_key()} {LARGE_SCALE!r}".encode()).hexdigest()[:12]
     return code_key()
