@@ -217,6 +217,12 @@ def test_a_probability_claim_needs_its_bound_not_every_point():
         and rows[0]["need"] == sw.required_points(20, 0.75)
         and ok
     )
+    # a point that stopped on the claim (its row is named from the error, no why)
+    error = "CannotDiscriminate: claim 'lyu2021.a.p' cannot discriminate: its rival"
+    results = {i + 1: r for i, r in results.items()}
+    results[0] = dict(results[1], ok=False, error=error, claims=[])
+    rows, _ = sw.summarize(sw.table(_points(21), sw.Outcome(results=results)))
+    assert rows[0]["need"] == sw.required_points(20, 0.75)
 
 
 def test_a_worker_with_another_library_refuses_the_task():

@@ -825,8 +825,12 @@ def default_table_path(paths: Paths, page: str, specs: list[tuple[str, str]]) ->
 # the summary
 
 
-def _probability_bound(why: str) -> float | None:
-    m = re.search(r"bound ([0-9.eE+-]+) less the one-sided", why or "")
+def _probability_bound(why) -> float | None:
+    """The bound of a probability claim, read from its ``why`` (None for any other
+    claim, or a row without one: a point that recorded no claim)."""
+    if not isinstance(why, str):
+        return None
+    m = re.search(r"bound ([0-9.eE+-]+) less the one-sided", why)
     return float(m.group(1)) if m else None
 
 
@@ -870,7 +874,8 @@ def summarize(df) -> tuple[list[dict], bool]:
             )
         )
         first = g.iloc[0]
-        bound = _probability_bound(first.get("why", "")) if "why" in g else None
+        whys = g["why"].dropna() if "why" in g else ()
+        bound = _probability_bound(whys.iloc[0]) if len(whys) else None
         need = required_points(n_points, bound)
         enough = holds + exempt >= need
         ok &= enough
