@@ -305,33 +305,6 @@ def phuong_probability_point(
     return out
 
 
-def moves_point(kind: str, value: float, seed: int) -> dict:
-    """One hypothesis moved on :func:`twolayer.synthesis.nonsymmetric_data` (width 20,
-    balanced init 1e-3, t = 1e300): ``kind="std"`` moves the spread (so Min's ``μ``
-    through 0), ``kind="alpha"`` the leaky slope at spread 0.5."""
-    from .synthesis import move_point, nonsymmetric_data
-
-    if kind == "alpha":
-        out = move_point(nonsymmetric_data(std=0.5, seed=seed), alpha=value, seed=seed)
-    else:
-        out = move_point(nonsymmetric_data(std=value, seed=seed), seed=seed)
-    return dict(kind=kind, value=value, seed=seed, **out)
-
-
-def moves_key() -> str:
-    """The code key of the ``moves`` grid: :func:`code_key` and the source of the
-    synthesis functions it runs."""
-    import inspect
-
-    from . import synthesis
-    from .codekey import canonical
-
-    h = hashlib.sha256(code_key().encode())
-    for fn in (synthesis.move_point, synthesis.nonsymmetric_data, synthesis.live_gap):
-        h.update(canonical(inspect.getsource(fn)))
-    return h.hexdigest()[:12]
-
-
 # the rival of each probability clause: the same widths and inits, at the grid's
 # largest init scale (the theorem's "sufficiently small" dropped)
 LARGE_SCALE = SCALES[-1]
@@ -405,22 +378,13 @@ POINTS = dict(
     sarussi=sarussi_point,
     lyu_probability=lyu_probability_point,
     phuong_probability=phuong_probability_point,
-    moves=moves_point,
     lyu_probability_large=lyu_probability_large_point,
     phuong_probability_large=phuong_probability_large_point,
     moves_draws=moves_draws_point,
 )
-MOVES = dict(alpha=(0.0, 0.05, 0.2, 0.5), std=(0.3, 0.6, 0.8, 1.0))
 
 
 def _grid(name: str) -> list[dict]:
-    if name == "moves":
-        return [
-            dict(kind=k, value=v, seed=s)
-            for k, values in MOVES.items()
-            for v in values
-            for s in range(5)
-        ]
     if name == "moves_draws":
         return [
             dict(kind=k, value=v, seed=s)
@@ -441,11 +405,9 @@ def _grid(name: str) -> list[dict]:
 
 
 def grid_key(name: str) -> str:
-    """The code key a stored grid ``name`` is checked against: :func:`moves_key` for
-    the moves, :func:`code_key` with :data:`LARGE_SCALE` for the probability rivals,
+    """The code key a stored grid ``name`` is checked against: :func:`moves_draws_key`
+    for the moves, :func:`code_key` with :data:`LARGE_SCALE` for the probability rivals,
     else :func:`code_key`."""
-    if name == "moves":
-        return moves_key()
     if name == "moves_draws":
         return moves_draws_key()
     if name.endswith("_large"):
