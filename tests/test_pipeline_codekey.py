@@ -92,8 +92,46 @@ def test_one_helper_for_every_store():
     assert memo.canonical is codekey.canonical
     assert imports.file_digest is codekey.file_digest
     assert sweep.file_digest is codekey.file_digest
-    for fn in (regimes.code_key, regimes.moves_key):
+    for fn in (regimes.code_key, regimes.moves_draws_key):
         assert "canonical(" in inspect.getsource(fn)
     assert not hasattr(regimes, "_canonical")
     for fn in (memo.code_fingerprint, imports.library_fingerprint, sweep.code_key):
         assert "read_bytes" not in inspect.getsource(fn)
+
+
+def _page(path: Path, cells: list[tuple[str, str]]) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {"cell_type": kind, "metadata": {}, "source": src}
+                    for kind, src in cells
+                ]
+            }
+        )
+    )
+    return path
+
+
+def test_a_page_key_ignores_prose_and_cell_boundaries(tmp_path):
+    """The held-out sweeps' staleness (``sweep.page_code``) reads the notebook's
+    code as one syntax tree: rewording the page or splitting a cell keeps it."""
+    from twolayer.pipeline.cache import notebook_tree
+
+    base = _page(
+        tmp_path / "a.ipynb",
+        [("markdown", "# A page"), ("code", "x = 1\ny = x + 1  # two")],
+    )
+    key = notebook_tree(base)
+    reworded = _page(
+        tmp_path / "b.ipynb",
+        [("markdown", "# Another title, and more prose"), ("code", "x = 1")]
+        + [("markdown", "between"), ("code", "y = x + 1")],
+    )
+    assert notebook_tree(reworded) == key
+    changed = _page(
+        tmp_path / "c.ipynb", [("markdown", "# A page"), ("code", "x = 1\ny = x + 2")]
+    )
+    assert notebook_tree(changed) != key
+    magic = _page(tmp_path / "d.ipynb", [("code", "%matplotlib inline")])
+    assert notebook_tree(magic).startswith(b"unparsed ")

@@ -110,7 +110,16 @@ def test_page_lists_claims_that_flip_first_and_marks_stale(root):
     nb.write_text(
         nb.read_text().replace(
             '"cells": [',
-            '"cells": [{"cell_type": "markdown", "metadata": {}, "source": "edited"},',
+            '"cells": [{"cell_type": "markdown", "metadata": {}, "source": "prose"},',
+            1,
+        )
+    )
+    assert robustness.stale_markdown(paths) == "", "a prose edit made a sweep stale"
+    nb.write_text(
+        nb.read_text().replace(
+            '"cells": [',
+            '"cells": [{"cell_type": "code", "metadata": {}, "outputs": [], '
+            '"execution_count": null, "source": "edited = True"},',
             1,
         )
     )

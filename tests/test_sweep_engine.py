@@ -221,8 +221,11 @@ def test_a_probability_claim_needs_its_bound_not_every_point():
     error = "CannotDiscriminate: claim 'lyu2021.a.p' cannot discriminate: its rival"
     results = {i + 1: r for i, r in results.items()}
     results[0] = dict(results[1], ok=False, error=error, claims=[])
-    rows, _ = sw.summarize(sw.table(_points(21), sw.Outcome(results=results)))
+    table = sw.table(_points(21), sw.Outcome(results=results))
+    rows, _ = sw.summarize(table)
     assert rows[0]["need"] == sw.required_points(20, 0.75)
+    lines, _ = sw.summary_lines(table)
+    assert any("lyu2021.a.p" in line and ">=" in line for line in lines), lines
 
 
 def test_a_worker_with_another_library_refuses_the_task():

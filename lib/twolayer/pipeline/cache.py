@@ -36,6 +36,24 @@ def notebook_source(path: Path) -> bytes:
     return json.dumps(cells, sort_keys=True).encode()
 
 
+def notebook_tree(path: Path) -> bytes:
+    """What a notebook computes with: its code cells, joined in order, as a syntax
+    tree (:func:`twolayer.codekey.canonical`). Prose, cell boundaries, comments and
+    layout are left out, so editing the text of a page or splitting a cell keeps
+    its stored held-out sweeps current; a code cell that does not parse (a magic)
+    counts by its text."""
+    from ..codekey import canonical
+
+    nb = json.loads(path.read_text())
+    code = "\n".join(
+        "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
+    )
+    try:
+        return canonical(code)
+    except (SyntaxError, ValueError):
+        return b"unparsed " + code.encode()
+
+
 def cache_key(paths: Paths, nb: str, params: dict) -> str:
     """The key of a run: notebook source, the library modules it imports, data,
     parameters, and the versions of the packages that compute (an upgraded

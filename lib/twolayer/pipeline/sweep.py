@@ -50,7 +50,7 @@ from pathlib import Path
 
 from ..codekey import file_digest
 from . import declarations as params_mod
-from .cache import cache_key, clean_abandoned, notebook_source
+from .cache import cache_key, clean_abandoned, notebook_source, notebook_tree
 from .imports import library_fingerprint
 from .pages import (
     Paths,
@@ -189,10 +189,11 @@ class Point:
 
 
 def page_code(paths: Paths, page: str) -> str:
-    """What a page computes from: its notebook source and the library modules
-    it imports (a stored sweep with another code is stale)."""
+    """What a page computes from: its notebook's code (:func:`.cache.notebook_tree`:
+    prose and cell boundaries left out) and the library modules it imports (a
+    stored sweep with another code is stale)."""
     src = resolve(paths, page)
-    h = hashlib.sha256(notebook_source(src))
+    h = hashlib.sha256(notebook_tree(src))
     h.update(library_fingerprint(paths.lib, src).encode())
     return h.hexdigest()[:16]
 
@@ -873,9 +874,11 @@ def summarize(df) -> tuple[list[dict], bool]:
                 _exempt(r) for _, r in g.iterrows() if isinstance(r.get("verdict"), str)
             )
         )
-        first = g.iloc[0]
-        whys = g["why"].dropna() if "why" in g else ()
-        bound = _probability_bound(whys.iloc[0]) if len(whys) else None
+        # the claim's own fields from a point that recorded it (a point that
+        # stopped on the claim names it in its error, with no fields)
+        recorded = g[g["relation"].notna()] if "relation" in g else g.iloc[:0]
+        first = recorded.iloc[0] if len(recorded) else g.iloc[0]
+        bound = _probability_bound(first.get("why")) if len(recorded) else None
         need = required_points(n_points, bound)
         enough = holds + exempt >= need
         ok &= enough
@@ -926,7 +929,11 @@ def summary_lines(df) -> tuple[list[str], bool]:
             else f"min {sig(s['min'], 4)} / median {sig(s['median'], 4)} "
             f"/ max {sig(s['max'], 4)}"
         )
-        test = f"{s['relation']} {sig(s['threshold'], 4)}" if s["relation"] else ""
+        test = (
+            f"{s['relation']} {sig(s['threshold'], 4)}"
+            if isinstance(s["relation"], str)
+            else ""
+        )
         rival = (
             ""
             if s["rival_min"] is None
