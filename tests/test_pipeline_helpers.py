@@ -291,6 +291,15 @@ def test_a_page_error_is_a_message_and_status_1(tmp_path, monkeypatch, capsys):
     )
     assert pipeline.main(["lock", "ch/a"]) == 1
     assert "ch/a: not built yet" in capsys.readouterr().err
+    (tmp_path / "book" / "ch" / "variants.yml").write_text(
+        "- notebook: ch/a\n  variant: two\n  parameters: {n: 2}\n"
+    )
+    before = (tmp_path / "book" / "ch" / "a.ipynb").read_text()
+    assert pipeline.main(["lock", "ch/a__two"]) == 1
+    assert "ch/a__two: a variant page shares the source notebook of ch/a" in (
+        capsys.readouterr().err
+    )
+    assert (tmp_path / "book" / "ch" / "a.ipynb").read_text() == before
 
 
 def test_a_recomputed_stored_grid_re_executes_the_page_that_reads_it(tmp_path):

@@ -3,7 +3,7 @@ the source notebook, which nbval compares."""
 
 from __future__ import annotations
 
-from .pages import PageError, Paths, resolve
+from .pages import PageError, Paths, resolve, variants
 
 CHECK_TAG = "nbval-check-output"
 
@@ -12,10 +12,19 @@ def lock(paths: Paths, nbs: list[str]) -> list[str]:
     """Copy the output of each notebook's claims cell (the one tagged
     ``nbval-check-output``) from the last build into the source notebook, and
     clear every other stored output, so that nbval compares the claims table.
-    Raises :class:`~twolayer.pipeline.pages.PageError` for a page not built yet or
-    without a single claims cell (earlier pages stay locked)."""
+    Raises :class:`~twolayer.pipeline.pages.PageError` for a variant page (its
+    table would overwrite its source notebook's), a page not built yet or without
+    a single claims cell (earlier pages stay locked)."""
     import nbformat
 
+    declared = variants(paths)
+    for nb in nbs:  # every page checked before anything is written
+        if nb in declared:
+            raise PageError(
+                f"{nb}: a variant page shares the source notebook of "
+                f"{declared[nb][0]}; lock that page (nbval checks the source's "
+                "default parameters)"
+            )
     done = []
     for nb in nbs:
         src, built = resolve(paths, nb), paths.executed / f"{nb}.ipynb"
