@@ -40,7 +40,7 @@ def root(tmp_path):
     return tmp_path
 
 
-def _store(paths: Paths, page: str, flip: bool):
+def _store(paths: Paths, page: str, flip: bool, stop: bool = False):
     points = sw.make_points(paths, page, [{"seed": 5}, {"seed": 10}])
     rival = {"name": "init", "measured": 2.0, "spread": [1.9, 2.0], "horizon": "t"}
     results = {
@@ -85,8 +85,19 @@ def _store(paths: Paths, page: str, flip: bool):
         )
         for i in range(2)
     }
+    if stop:  # the second point stopped on the first claim: nothing recorded
+        error = "CannotDiscriminate: claim 'lyu2021.lem52.aligned' cannot discriminate"
+        results[1] = dict(results[1], ok=False, error=error, claims=[])
     df = sw.table(points, sw.Outcome(results=results), dict(code_key="c", commit="abc"))
     sw.write_table(df, robustness.store_path(paths, page))
+
+
+def test_a_claim_a_stopped_page_never_reached_is_counted_apart(root):
+    paths = Paths(root)
+    _store(paths, "lyu2021/phase1", flip=False, stop=True)
+    text = robustness.markdown(paths, figures=False)
+    other = next(line for line in text.splitlines() if "`lyu2021.lem52.other`" in line)
+    assert "1/2 (1 not reached: the page stopped before this claim)" in other
 
 
 def test_page_lists_claims_that_flip_first_and_marks_stale(root):

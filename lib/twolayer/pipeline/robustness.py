@@ -190,6 +190,8 @@ def claim_table(df):
                     points=s["points"],
                     holds=s["holds"],
                     exempt=s["exempt"],
+                    unreached=s["points"]
+                    - int(c.loc[c["verdict"].notna(), "point"].nunique()),
                     need=s["need"],
                     enough=s["enough"],
                     seeds=seeds,
@@ -265,6 +267,8 @@ def _crashed(df) -> list[str]:
 
 def _row(r) -> str:
     held = f"{r.holds}/{r.points}" + (f" (+{r.exempt} as stated)" if r.exempt else "")
+    if getattr(r, "unreached", 0):
+        held += f" ({r.unreached} not reached: the page stopped before this claim)"
     rival = (
         f"{r.rival}: [{_num(r.rival_lo)}, {_num(r.rival_hi)}]"
         if isinstance(r.rival, str)
