@@ -190,8 +190,9 @@ def claim_table(df):
                     points=s["points"],
                     holds=s["holds"],
                     exempt=s["exempt"],
-                    unreached=s["points"]
-                    - int(c.loc[c["verdict"].notna(), "point"].nunique()),
+                    # points that stopped before recording it (a point stopped
+                    # on this very claim has a row naming it, with its error)
+                    unreached=s["points"] - int(c["point"].nunique()),
                     need=s["need"],
                     enough=s["enough"],
                     seeds=seeds,
