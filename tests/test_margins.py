@@ -93,7 +93,7 @@ def test_margin_gradients_match_finite_differences():
         rng.standard_normal((4, 2)),
     )
     y = np.array([1.0, -1.0, 1.0, -1.0])
-    G = margins._margin_gradients(W, a, X, y, 0.1)
+    G = margins.margin_gradients(W, a, X, y, 0.1)
     theta = np.concatenate([W.ravel(), a])
 
     def q(t):

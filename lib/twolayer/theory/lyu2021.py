@@ -19,7 +19,7 @@ from ..metrics import normalized_margin as _normalized_margin
 from ..metrics import parameter_norm
 from ..models import check_alpha, leaky_relu, two_layer_output
 from ..validation import as_matrix, as_vector, as_xy, positive
-from .margins import KKTReport, _margin_gradients, kkt_two_layer, max_margin
+from .margins import KKTReport, kkt_two_layer, margin_gradients, max_margin
 
 __all__ = [
     "symmetric_augment",
@@ -418,7 +418,7 @@ def _solve_margin_problem(X, y, alpha: float, W0, a0, maxiter: int):
         return y * two_layer_output(*split(t), X, alpha) - 1.0
 
     def cons_jac(t):
-        return _margin_gradients(*split(t), X, y, alpha)
+        return margin_gradients(*split(t), X, y, alpha)
 
     res = minimize(
         lambda t: 0.5 * t @ t,
@@ -540,11 +540,11 @@ def solve_kkt(
     m, d = W.shape
     k = m * (d + 1)
     theta0 = np.r_[W.ravel(), a]
-    lam0, _ = nnls(_margin_gradients(W, a, X[T], y[T], alpha).T, theta0)
+    lam0, _ = nnls(margin_gradients(W, a, X[T], y[T], alpha).T, theta0)
 
     def residual(z):
         Wz, az = z[: m * d].reshape(m, d), z[m * d : k]
-        G = _margin_gradients(Wz, az, X[T], y[T], alpha)
+        G = margin_gradients(Wz, az, X[T], y[T], alpha)
         return np.r_[
             z[:k] - G.T @ z[k:], y[T] * two_layer_output(Wz, az, X[T], alpha) - 1
         ]
@@ -574,7 +574,7 @@ def _kkt_jacobian(X, y, alpha: float, m: int, d: int):
 
     def jacobian(z):
         Wz, az, lam = z[: m * d].reshape(m, d), z[m * d : k], z[k:]
-        G = _margin_gradients(Wz, az, X, y, alpha)
+        G = margin_gradients(Wz, az, X, y, alpha)
         slope = np.where(X @ Wz.T > 0, 1.0, alpha)  # (|T|, m)
         cross = ((lam * y)[:, None] * slope).T @ X  # (m, d): Σ_i λ_i y_i φ'_ij x_i
         J = np.zeros((k + len(X), k + len(X)))

@@ -98,8 +98,10 @@ class KKTReport:
         return 0.0
 
 
-def _margin_gradients(W, a, X, y, alpha):
-    """Rows: ``∇_θ q_i`` for ``θ = (W, a)`` flattened, for every example."""
+def margin_gradients(W, a, X, y, alpha):
+    """Rows: ``∇_θ q_i`` for ``θ = (W, a)`` flattened, for every example, where
+    ``q_i = y_i Σ_j a_j φ(⟨w_j, x_i⟩)`` is the example's margin (the gradients of
+    the KKT stationarity condition, Lyu et al. Thm 4.2 / Phuong & Lampert Lemma C.1)."""
     Z = X @ W.T  # (n, m)
     act = leaky_relu(Z, alpha)  # φ(w_j·x_i)
     slope = np.where(Z > 0, 1.0, alpha)  # φ'(w_j·x_i), φ'(0) := α
@@ -147,7 +149,7 @@ def kkt_two_layer(
     qs = q / qmin
     tight = qs <= 1 + tight_tol
     theta = np.concatenate([Ws.ravel(), as_])
-    G = _margin_gradients(Ws, as_, X[tight], y[tight], alpha)
+    G = margin_gradients(Ws, as_, X[tight], y[tight], alpha)
     if kink_tol is not None:
         return _kkt_clarke(
             Ws, as_, X[tight], y[tight], alpha, G, theta, tight, qmin, kink_tol

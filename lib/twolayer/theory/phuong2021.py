@@ -211,7 +211,7 @@ def lemma_c1_check(X, y, u, z) -> LemmaC1:
     ``u_j z_j = 0`` rescaled to ``‖u‖ = ‖w+‖^{-1/2}``, ``‖z‖ = ‖w−‖^{-1/2}``,
     and check the KKT conditions of ``min ½‖θ‖² s.t. y_i f_θ(x_i) ≥ 1`` with
     the multipliers ``λ_i = α_i/‖w±‖`` from the SVM duals (Lemma C.1)."""
-    from .margins import _margin_gradients
+    from .margins import margin_gradients
 
     X, y = as_xy(X, y)
     u, z = np.asarray(u, float), np.asarray(z, float)
@@ -238,7 +238,7 @@ def lemma_c1_check(X, y, u, z) -> LemmaC1:
     lam[y < 0] = sols[1].duals / nmn
     q = y * (np.maximum(X @ W.T, 0) @ a)
     theta = np.concatenate([W.ravel(), a])
-    grad = _margin_gradients(W, a, X, y, 0.0)
+    grad = margin_gradients(W, a, X, y, 0.0)
     stat = float(np.linalg.norm(theta - lam @ grad) / np.linalg.norm(theta))
     return LemmaC1(W, a, lam, float(q.min()), float(np.max(lam * np.abs(q - 1))), stat)
 
