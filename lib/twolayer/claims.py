@@ -489,12 +489,9 @@ class Ledger:
     def _check_frequency_rival(self, claim: Claim, rival: Rival, bound: float) -> None:
         """The rival's event, counted per trial, must fail the claim's one-sided
         binomial test at its own number of trials."""
-        name = str(rival.name).strip()
-        if not name:
-            raise ValueError(f"claim {claim.id!r}: the rival needs a name")
+        name = _rival_name(claim, rival)
         flags = _flags(rival.measured, f"rival of {claim.id!r}")
-        horizon = claim.horizon if rival.horizon is None else str(rival.horizon)
-        _check_rival_horizon(claim, name, horizon)
+        horizon = _rival_horizon(claim, name, rival)
         n, k = len(flags), sum(flags)
         critical = clopper_pearson_floor(n, bound)
         if claim.holds and k >= critical:
@@ -503,18 +500,7 @@ class Ledger:
                 f"{k}/{n} successes, not significantly below the bound "
                 f"{significant(bound, 4)} (it must have fewer than {critical})"
             )
-        self.claims[-1] = Claim(
-            **{
-                **_fields(claim),
-                "rival": {
-                    "name": name,
-                    "measured": k / n,
-                    "spread": None,
-                    "horizon": horizon,
-                    "values": [k / n],
-                },
-            }
-        )
+        self._with_rival(claim, name, k / n, None, horizon, [k / n])
 
     def identity(
         self,
@@ -637,9 +623,7 @@ class Ledger:
     def _check_rival(
         self, claim: Claim, values, rival: Rival, deterministic_claim: bool
     ) -> None:
-        name = str(rival.name).strip()
-        if not name:
-            raise ValueError(f"claim {claim.id!r}: the rival needs a name")
+        name = _rival_name(claim, rival)
         rv = _values(rival.measured, f"rival of {claim.id!r}")
         constant = (
             len(rv) == 1 and not deterministic_claim or (len(rv) > 1 and width(rv) == 0)
@@ -652,8 +636,7 @@ class Ledger:
             )
         if len(rv) > 1:
             _seeds_ok(rv, rival.deterministic, f"rival of {claim.id!r}")
-        horizon = claim.horizon if rival.horizon is None else str(rival.horizon)
-        _check_rival_horizon(claim, name, horizon)
+        horizon = _rival_horizon(claim, name, rival)
         passes = RELATIONS[claim.relation]
         nearest = best(rv, claim.relation)
         need = margin(values, rv, claim.threshold, claim.relation)
@@ -668,18 +651,19 @@ class Ledger:
                 f"{significant(claim.threshold, 4)} — it must fail by more than "
                 f"{significant(need, 2)} (the seed spreads, 1% of scale)"
             )
-        self.claims[-1] = Claim(
-            **{
-                **_fields(claim),
-                "rival": {
-                    "name": name,
-                    "measured": nearest,
-                    "spread": [min(rv), max(rv)] if len(rv) > 1 else None,
-                    "horizon": horizon,
-                    "values": list(rv),
-                },
-            }
-        )
+        spread = [min(rv), max(rv)] if len(rv) > 1 else None
+        self._with_rival(claim, name, nearest, spread, horizon, list(rv))
+
+    def _with_rival(self, claim: Claim, name, measured, spread, horizon, values):
+        """Replace the last claim recorded (``claim``) by itself with its rival."""
+        rival = {
+            "name": name,
+            "measured": measured,
+            "spread": spread,
+            "horizon": horizon,
+            "values": values,
+        }
+        self.claims[-1] = Claim(**{**_fields(claim), "rival": rival})
 
     def _add(
         self,
@@ -826,9 +810,18 @@ class Ledger:
             )
 
 
-def _check_rival_horizon(claim: Claim, name: str, horizon: str) -> None:
-    """A rival is measured at the claim's horizon, or at the initial / early-phase
-    state named as such."""
+def _rival_name(claim: Claim, rival: Rival) -> str:
+    """The rival's name, stripped; a rival without one is refused."""
+    name = str(rival.name).strip()
+    if not name:
+        raise ValueError(f"claim {claim.id!r}: the rival needs a name")
+    return name
+
+
+def _rival_horizon(claim: Claim, name: str, rival: Rival) -> str:
+    """The rival's horizon (the claim's unless given), which must be the claim's
+    horizon or the initial / early-phase state named as such."""
+    horizon = claim.horizon if rival.horizon is None else str(rival.horizon)
     if horizon != claim.horizon and not horizon.strip().lower().startswith(
         EARLY_HORIZONS
     ):
@@ -837,6 +830,7 @@ def _check_rival_horizon(claim: Claim, name: str, horizon: str) -> None:
             f"not at the claim's horizon {claim.horizon!r} (nor the initial / "
             "early-phase state)"
         )
+    return horizon
 
 
 def _flags(successes, name: str) -> list[bool]:
