@@ -144,7 +144,7 @@ def key_every_page() -> dict:
     pages = pipeline.book_pages(paths)
 
     def keys() -> float:
-        imports._file_digest.cache_clear()
+        imports.cached_digest.cache_clear()
         start = time.perf_counter()
         for nb in pages:
             pipeline.cache_key(paths, nb, pipeline.page_parameters(paths, nb))

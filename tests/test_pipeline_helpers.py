@@ -18,25 +18,25 @@ from twolayer.pipeline import cache
 def test_tmp_folder_names_carry_their_owner(tmp_path):
     tmp = pipeline.cache.tmp_dir(tmp_path / "cache", "ab" * 12)
     assert tmp.name.startswith(".tmp-" + "ab" * 12)
-    assert pipeline.cache._tmp_owner(tmp) == os.getpid()
-    assert not pipeline.cache._abandoned(tmp)
-    assert pipeline.cache._tmp_owner(tmp.with_name(".tmp-abc-xyz")) is None
+    assert pipeline.cache.tmp_owner(tmp) == os.getpid()
+    assert not pipeline.cache.abandoned(tmp)
+    assert pipeline.cache.tmp_owner(tmp.with_name(".tmp-abc-xyz")) is None
 
 
 def test_a_dead_owner_makes_a_folder_abandoned(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait()
     stale = tmp_path / f".tmp-{'0' * 24}-{proc.pid}-q1w2"
-    assert pipeline.cache._tmp_owner(stale) == proc.pid
-    assert pipeline.cache._abandoned(stale)
+    assert pipeline.cache.tmp_owner(stale) == proc.pid
+    assert pipeline.cache.abandoned(stale)
 
 
 def test_kernel_start_failures_are_recognised():
-    assert pipeline.runner._kernel_start_failed(
+    assert pipeline.runner.kernel_start_failed(
         RuntimeError("Kernel died before replying to kernel_info")
     )
-    assert not pipeline.runner._kernel_start_failed(RuntimeError("something else"))
-    assert not pipeline.runner._kernel_start_failed(
+    assert not pipeline.runner.kernel_start_failed(RuntimeError("something else"))
+    assert not pipeline.runner.kernel_start_failed(
         ValueError("Kernel died before replying to kernel_info")
     )
 

@@ -72,9 +72,9 @@ def test_a_forked_kernel_runs_the_page_as_a_fresh_one_would(tmp_path):
         "figures are shown inline"
     )
     # the zygote stays for the next page; a second kernel comes from the same one
-    zygote = kernels._ZYGOTE
+    zygote = kernels.ZYGOTES.current
     again, _ = run_probe(tmp_path, manager)
-    assert kernels._ZYGOTE is zygote and again["pid"] != seen["pid"]
+    assert kernels.ZYGOTES.current is zygote and again["pid"] != seen["pid"]
 
 
 def test_fresh_kernels_when_forking_is_off(tmp_path, monkeypatch):
@@ -105,10 +105,9 @@ def test_a_zygote_that_cannot_start_is_not_tried_again(monkeypatch):
             raise OSError("the kernel zygote did not start: no answer")
 
     monkeypatch.setattr(kernels, "Zygote", Broken)
-    monkeypatch.setattr(kernels, "_ZYGOTE", None)
-    monkeypatch.setattr(kernels, "_FAILED", {})
+    zygotes = kernels.Zygotes()
     env = {"PATH": "/bin", "TWOLAYER_PAGE": "a/b"}
     for page in ("a/b", "c/d"):
         with pytest.raises(OSError, match="did not start"):
-            kernels.zygote_for({**env, "TWOLAYER_PAGE": page})
+            zygotes.for_env({**env, "TWOLAYER_PAGE": page})
     assert tries == [{"PATH": "/bin"}]

@@ -150,14 +150,14 @@ def test_make_sweeps_stores_a_table_per_page_and_writes_the_page(tmp_path):
 
     import pandas as pd
 
-    from test_sweep_engine import _env, make_root
+    from test_sweep_engine import book_env, make_root
 
     root = tmp_path / "book"
     root.mkdir()
     make_root(root)
     r = subprocess.run(
         [sys.executable, "-m", "twolayer.pipeline.robustness", "run", "--workers", "2"],
-        env=_env(root),
+        env=book_env(root),
         cwd=root,
         capture_output=True,
         text=True,

@@ -237,15 +237,15 @@ def test_a_worker_with_another_library_refuses_the_task():
         )
     from twolayer.pipeline.pages import Paths, project_root
 
-    nb = sw.notebook_code(Paths(project_root()), "lyu2021/phase1")
+    nb = sw.page_code(Paths(project_root()), "lyu2021/phase1")
     with pytest.raises(
-        sw.LibraryMismatch, match="its notebook .* differs from the client's"
+        sw.LibraryMismatch, match="its notebook's code .* differs from the client's"
     ):
         sw.run_point(
             "lyu2021/phase1",
             {},
             "key",
-            sw._worker_code_key(),
+            sw.worker_code_key(),
             "0" * 16,
             origin="otherhost:/lib:/book",
         )
@@ -284,7 +284,7 @@ def make_root(root: Path) -> Path:
     return root
 
 
-def _env(root: Path) -> dict:
+def book_env(root: Path) -> dict:
     # the client, the workers and the kernels import the root's copy of the
     # library (the code key is of the library each imports; the checkout's own
     # may be edited while the test runs)
@@ -302,7 +302,7 @@ def _env(root: Path) -> dict:
 def sweep(root: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "twolayer.pipeline", "sweep", *args],
-        env=_env(root),
+        env=book_env(root),
         cwd=root,
         capture_output=True,
         text=True,
@@ -359,7 +359,7 @@ def test_a_worker_killed_mid_sweep_loses_nothing(root, tmp_path):
     """A real scheduler and two workers on 127.0.0.1; one is killed (SIGKILL, its
     whole process group) once points are running; every point completes, with
     the values a LocalCluster gives."""
-    env = _env(root)
+    env = book_env(root)
     sched_file = tmp_path / "scheduler.json"
     procs = []
 
@@ -495,7 +495,7 @@ def test_ctrl_c_keeps_the_finished_points_and_the_same_command_resumes(root):
     ]
     run = subprocess.Popen(
         [sys.executable, "-m", "twolayer.pipeline", "sweep", *args],
-        env=_env(root),
+        env=book_env(root),
         cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -111,7 +111,7 @@ def tmp_dir(cache: Path, key: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{key}-{os.getpid()}-", dir=cache))
 
 
-def _tmp_owner(path: Path) -> int | None:
+def tmp_owner(path: Path) -> int | None:
     """The pid in a temporary run folder's name (None for another naming)."""
     m = re.fullmatch(r"\.tmp-[0-9a-f]+-(\d+)-.+", path.name)
     return int(m.group(1)) if m else None
@@ -132,8 +132,9 @@ def alive(pid: int) -> bool:
         return True
 
 
-def _abandoned(path: Path) -> bool:
-    owner = _tmp_owner(path)
+def abandoned(path: Path) -> bool:
+    """Whether a temporary run folder's owner is gone (or its name names none)."""
+    owner = tmp_owner(path)
     return owner is None or not alive(owner)
 
 
@@ -150,7 +151,7 @@ def _kill_orphan_kernels(paths: Paths) -> int:
             out = proc.environ().get(claims_mod.CLAIMS_ENV, "")
         except (psutil.Error, OSError):
             continue
-        if out.startswith(prefix) and _abandoned(Path(out).parent):
+        if out.startswith(prefix) and abandoned(Path(out).parent):
             try:
                 proc.kill()
                 killed += 1
@@ -167,7 +168,7 @@ def clean_abandoned(paths: Paths) -> list[Path]:
     _kill_orphan_kernels(paths)
     removed = []
     for tmp in paths.cache.glob(f"{TMP_PREFIX}*"):
-        if tmp.is_dir() and _abandoned(tmp):
+        if tmp.is_dir() and abandoned(tmp):
             shutil.rmtree(tmp, ignore_errors=True)
             removed.append(tmp)
     return removed

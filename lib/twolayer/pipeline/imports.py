@@ -157,7 +157,9 @@ def notebook_modules(lib: Path, notebook: Path) -> set[str]:
 
 
 @lru_cache(maxsize=None)
-def _file_digest(path: Path, mtime_ns: int) -> bytes:
+def cached_digest(path: Path, mtime_ns: int) -> bytes:
+    """:func:`twolayer.codekey.file_digest`, memoised on the file's modification
+    time (``cached_digest.cache_clear()`` forgets)."""
     return file_digest(path)
 
 
@@ -169,5 +171,5 @@ def library_fingerprint(lib: Path, notebook: Path) -> str:
     for m in sorted(notebook_modules(lib, notebook)):
         path = module_file(lib, m)
         h.update(m.encode())
-        h.update(_file_digest(path, path.stat().st_mtime_ns))
+        h.update(cached_digest(path, path.stat().st_mtime_ns))
     return h.hexdigest()

@@ -233,35 +233,40 @@ class Zygote:
         self.proc.wait(5)
 
 
-_ZYGOTE: Zygote | None = None
-_FAILED: dict[
-    tuple, str
-] = {}  # zygote environments that could not start: why (not retried)
-
-
 def zygote_env(env: dict[str, str]) -> dict[str, str]:
     """The part of a kernel's environment the zygote is started with."""
     return {k: v for k, v in env.items() if k not in PER_KERNEL}
 
 
-def zygote_for(env: dict[str, str]) -> Zygote:
-    """This worker's zygote, (re)started if the environment it was started with
-    differs from ``env`` (e.g. other thread counts)."""
-    global _ZYGOTE
-    wanted = zygote_env(env)
-    key = tuple(sorted(wanted.items()))
-    if key in _FAILED:
-        raise OSError(_FAILED[key])
-    if _ZYGOTE is None or _ZYGOTE.env != wanted or _ZYGOTE.proc.poll() is not None:
-        if _ZYGOTE is not None and _ZYGOTE.proc.poll() is None:
-            _ZYGOTE.close()
-        _ZYGOTE = None
-        try:
-            _ZYGOTE = Zygote(wanted)
-        except OSError as exc:
-            _FAILED[key] = str(exc)
-            raise
-    return _ZYGOTE
+class Zygotes:
+    """A worker's zygote, and the zygote environments that could not start (with
+    why: not tried again, each page would otherwise pay the preload again)."""
+
+    def __init__(self) -> None:
+        self.current: Zygote | None = None
+        self.failed: dict[tuple, str] = {}
+
+    def for_env(self, env: dict[str, str]) -> Zygote:
+        """The zygote, (re)started if the environment it was started with differs
+        from ``env`` (e.g. other thread counts)."""
+        wanted = zygote_env(env)
+        key = tuple(sorted(wanted.items()))
+        if key in self.failed:
+            raise OSError(self.failed[key])
+        z = self.current
+        if z is None or z.env != wanted or z.proc.poll() is not None:
+            if z is not None and z.proc.poll() is None:
+                z.close()
+            self.current = None
+            try:
+                self.current = Zygote(wanted)
+            except OSError as exc:
+                self.failed[key] = str(exc)
+                raise
+        return self.current
+
+
+ZYGOTES = Zygotes()  # this process's
 
 
 class ForkedKernel:
@@ -321,7 +326,7 @@ def _fork_manager_class():
             }
             cwd = str(kwargs.get("cwd") or os.getcwd())
             try:
-                pid = zygote_for(env).fork(list(cmd), env, cwd)
+                pid = ZYGOTES.for_env(env).fork(list(cmd), env, cwd)
             except OSError as exc:  # slower, not wrong: start this kernel the usual way
                 print(
                     f"warning: {exc}; starting a fresh kernel",

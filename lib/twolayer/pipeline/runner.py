@@ -90,7 +90,7 @@ def _parent_alive(parent: int) -> bool:
     return os.getppid() == parent and alive(parent)
 
 
-def _kernel_start_failed(exc: BaseException) -> bool:
+def kernel_start_failed(exc: BaseException) -> bool:
     """A kernel that died while starting (e.g. a port taken by a kernel started
     at the same moment by another worker): no cell ran, so the run is retried."""
     return isinstance(exc, RuntimeError) and any(
@@ -169,7 +169,7 @@ def execute_one(
                 )
                 break
             except Exception as exc:
-                if attempt < KERNEL_START_ATTEMPTS and _kernel_start_failed(exc):
+                if attempt < KERNEL_START_ATTEMPTS and kernel_start_failed(exc):
                     print(
                         f"  {nb}: {exc}; starting a new kernel (attempt {attempt + 1})",
                         flush=True,

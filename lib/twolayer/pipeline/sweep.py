@@ -50,7 +50,7 @@ from pathlib import Path
 
 from ..codekey import file_digest
 from . import declarations as params_mod
-from .cache import cache_key, clean_abandoned, notebook_source, notebook_tree
+from .cache import cache_key, clean_abandoned, notebook_tree
 from .imports import library_fingerprint
 from .pages import (
     Paths,
@@ -252,7 +252,7 @@ def code_key() -> str:
 
 
 @functools.cache
-def _worker_code_key() -> str:
+def worker_code_key() -> str:
     """A worker's :func:`code_key`, taken at its first task."""
     return code_key()
 
@@ -268,11 +268,6 @@ def installation() -> str:
 
     lib = Path(twolayer.__file__).resolve().parent
     return f"{socket.gethostname()}:{lib}:{project_root()}"
-
-
-def notebook_code(paths: Paths, page: str) -> str:
-    """Hash of the page's notebook source (without outputs)."""
-    return hashlib.sha256(notebook_source(resolve(paths, page))).hexdigest()[:16]
 
 
 def commit(root: Path) -> str:
@@ -383,20 +378,20 @@ def run_point(
     run_params: dict,
     key: str,
     client_code: str,
-    client_notebook: str,
+    client_page: str,
     force: bool = False,
     origin: str = "",
 ) -> dict:
     """A dask task: execute one point of ``page`` on this worker as ``rerun``
     does (the page cache, papermill, a kernel forked from the warm zygote).
     Unless the worker shares the client's installation (``origin``), raises
-    :class:`LibraryMismatch` if its library or the page's notebook differs
-    from the client's."""
+    :class:`LibraryMismatch` if its library (``client_code``) or the page's
+    code (:func:`page_code`, ``client_page``) differs from the client's."""
     from . import runner
 
     where = _where()
     same = origin == installation()
-    mine = _worker_code_key()
+    mine = worker_code_key()
     if not same and mine != client_code:
         raise LibraryMismatch(
             f"worker {where} refuses {page}: its twolayer library (code key {mine}) "
@@ -404,11 +399,11 @@ def run_point(
             f"and package versions on every worker"
         )
     paths = Paths(project_root())
-    if not same and (nb_code := notebook_code(paths, page)) != client_notebook:
+    if not same and (code := page_code(paths, page)) != client_page:
         raise LibraryMismatch(
-            f"worker {where} refuses {page}: its notebook (hash {nb_code}) differs "
-            f"from the client's ({client_notebook}); check out the same commit on "
-            "every worker"
+            f"worker {where} refuses {page}: its notebook's code (hash {code}) "
+            f"differs from the client's ({client_page}); check out the same commit "
+            "on every worker"
         )
     entry = paths.cache / key
     if not force and (entry / "meta.json").exists():
@@ -596,7 +591,6 @@ def run_points(
             client, cluster = _cluster(workers, scheduler)
         if pending:
             raise KeyboardInterrupt
-        notebooks = {p: notebook_code(paths, p) for p in {points[i].page for i in todo}}
         for i in todo:
             p = points[i]
             fut = client.submit(
@@ -605,7 +599,7 @@ def run_points(
                 p.run_params,
                 p.key,
                 code,
-                notebooks[p.page],
+                p.page_code,
                 force,
                 origin,
                 key=f"twolayer-point-{p.key}-{i}-{os.getpid()}",
