@@ -69,7 +69,7 @@ sweep: $(STAMP)
 ## stored in the repository), then book/robustness.md; PAGES="chapter/name ..." for some,
 ## ARGS="--max-seconds 30" for the pages whose last run took at most 30 s
 sweeps: $(STAMP)
-	$(BIN)/python -m twolayer.pipeline.robustness run $(PAGES) $(ARGS) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
+	$(BIN)/twolayer robustness run $(PAGES) $(ARGS) $(if $(SCHEDULER),--scheduler $(SCHEDULER))
 
 ## make bench-sweep: throughput of a 20-point sweep with 1 and 2 workers (README, "Sweeps")
 bench-sweep: $(STAMP)

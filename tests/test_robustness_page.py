@@ -156,7 +156,15 @@ def test_make_sweeps_stores_a_table_per_page_and_writes_the_page(tmp_path):
     root.mkdir()
     make_root(root)
     r = subprocess.run(
-        [sys.executable, "-m", "twolayer.pipeline.robustness", "run", "--workers", "2"],
+        [
+            sys.executable,
+            "-m",
+            "twolayer.pipeline",
+            "robustness",
+            "run",
+            "--workers",
+            "2",
+        ],
         env=book_env(root),
         cwd=root,
         capture_output=True,

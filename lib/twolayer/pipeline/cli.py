@@ -15,6 +15,7 @@ from pathlib import Path
 
 from .. import claims as claims_mod
 from . import declarations as params_mod
+from . import robustness
 from .lock import lock
 from .pages import (
     PageError,
@@ -300,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("notebooks", nargs="*", help="chapter/name (default: all)")
     p.set_defaults(fn=cmd_lock)
+    robustness.add_parser(sub)
     args = parser.parse_args(argv)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, raise_interrupted) if main_thread else None

@@ -1,10 +1,10 @@
 """How robust is each verdict: every page's claims over held-out seeds.
 
-``make sweeps`` (``python -m twolayer.pipeline.robustness run``) sweeps every
+``make sweeps`` (``twolayer robustness run``) sweeps every
 page that has a ``seed`` parameter over seeds it never uses by default, on
 dask (:mod:`.sweep`), and stores one Parquet table per page in
 ``data/sweeps/<chapter>__<name>.parquet`` (with the commit, the library code key
-and the page's code it was computed at). ``python -m twolayer.pipeline.robustness
+and the page's code it was computed at). ``twolayer robustness
 page`` (run by ``make sweeps`` too) writes ``book/robustness.md`` and one figure
 per chapter from the stored tables; a table whose page changed since
 (:func:`twolayer.pipeline.sweep.page_code`) is marked stale.
@@ -20,13 +20,11 @@ its rival fails.
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
-import sys
 from pathlib import Path
 
-from .pages import Paths, book_pages, parameters, project_root, resolve
+from .pages import Paths, book_pages, parameters, resolve
 
 STORE = Path("data") / "sweeps"
 PAGE = Path("book") / "robustness.md"
@@ -507,13 +505,16 @@ def write_page(paths: Paths) -> Path:
     return target
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m twolayer.pipeline.robustness",
+def add_parser(sub) -> None:
+    """``twolayer robustness run|plan|page`` (``make sweeps``) under the
+    ``twolayer`` command's subparsers ``sub``."""
+    parser = sub.add_parser(
+        "robustness",
+        help="held-out-seed sweeps of every page, and the robustness page",
         description="Held-out-seed sweeps of every page, and the robustness page.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser(
+    what = parser.add_subparsers(dest="what", required=True)
+    p = what.add_parser(
         "run", help="compute and store the held-out sweeps, then write the page"
     )
     p.add_argument(
@@ -529,11 +530,14 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="only pages whose last run took at most this long",
     )
-    sub.add_parser("plan", help="print the points `run` would execute")
-    sub.add_parser("page", help="write book/robustness.md from the stored sweeps")
-    args = parser.parse_args(argv)
-    paths = Paths(project_root())
-    if args.command == "plan":
+    what.add_parser("plan", help="print the points `run` would execute")
+    what.add_parser("page", help="write book/robustness.md from the stored sweeps")
+    parser.set_defaults(fn=command)
+
+
+def command(args, paths: Paths) -> int:
+    """What ``twolayer robustness`` does (:func:`add_parser`)."""
+    if args.what == "plan":
         from .runner import last_seconds
 
         total = 0.0
@@ -550,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     rc = 0
-    if args.command == "run":
+    if args.what == "run":
         try:
             rc = run(
                 paths,
@@ -563,7 +567,3 @@ def main(argv: list[str] | None = None) -> int:
             rc = 130
     print(f"wrote {write_page(paths).relative_to(paths.root)}")
     return rc
-
-
-if __name__ == "__main__":
-    sys.exit(main())
