@@ -18,6 +18,8 @@ Rooms (one idea each):
 - :mod:`claims` — the claims ledger (predictions and findings over seeds with
   rivals, probabilities, identities, assumptions);
 - :mod:`plots` — the book's figure style and shared figures;
+- :mod:`figures` — the chapters' figures, one module per paper (``phuong2021``,
+  ...): each draws from measured arrays, no training;
 - :mod:`prose` — ``glue`` for numbers quoted in the text;
 - :mod:`validation` — argument checks;
 - :mod:`codekey` — what a stored result was computed with: code as a syntax tree
