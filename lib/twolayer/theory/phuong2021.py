@@ -635,3 +635,216 @@ def limit_statistics(W, a, X, y, w_pm, kkt_tight: float = 0.05) -> dict[str, flo
         kkt=kkt_two_layer(W, a, X, y, tight_tol=kkt_tight).stationarity,
         margin=abs(gamma / limit_normalized_margin(wp, wm) - 1),
     )
+
+
+# -- the pages' measurements, one seed at a time -----------------------------------
+def data_geometry(X, y) -> dict:
+    """What Theorem 1 needs to know about one draw of the data: ``w`` (``(w+, w−)``
+    of eqs. (6)-(7)), ``x`` (the early-phase ``(x̂+, x̂−)``), ``early_cos``
+    (``[cos(x̂+, w+), cos(x̂−, w−)]``: how close the early phase already is to the
+    limit), ``span`` (:func:`support_ranks`: Theorem 1 assumes ``d`` for both)
+    and ``orth`` (:func:`is_orthogonally_separable`, §2)."""
+    from ..metrics import cosine
+
+    w = max_margin_directions(X, y)
+    x = early_phase_directions(X, y)
+    return dict(
+        w=w,
+        x=x,
+        early_cos=np.array([cosine(x[0], w[0]), cosine(x[1], w[1])]),
+        span=np.array(support_ranks(X, y)),
+        orth=is_orthogonally_separable(X, y),
+    )
+
+
+def sgd_statistics(snapshots, X, y, w_pm, x_pm) -> dict[str, float]:
+    """The Fig. 1 page's statistics of one training run, from its snapshots
+    (``[{"W", "a"}, ...]``, the first at initialisation, the last at the end):
+    :func:`network_statistics` of the end network; ``exits`` (Lemma 3,
+    :func:`sector_exits`), ``b1`` (Lemma B.1 pairs lost,
+    :func:`lemma_b1_violations`) and ``flips`` (output weights whose sign differs
+    from the initial one, Lemma A.4) along the run; ``init_aligned`` and
+    ``init_in_sector``: the same statistics at initialisation (the rivals that
+    start the run)."""
+    first, last = snapshots[0], snapshots[-1]
+    end = network_statistics(last["W"], last["a"], X, y, w_pm, x_pm)
+    init = network_statistics(first["W"], first["a"], X, y, w_pm, x_pm)
+    flips = np.sign(np.asarray(last["a"])) != np.sign(np.asarray(first["a"]))
+    return end | dict(
+        exits=sector_exits(snapshots, X, y),
+        b1=lemma_b1_violations(first["W"], first["a"], snapshots, X, y)[0],
+        flips=int(np.sum(flips)),
+        init_aligned=init["aligned"],
+        init_in_sector=init["in_sector"],
+    )
+
+
+def flow_curves(snapshots, X, y, w_pm, x_pm) -> dict[str, np.ndarray]:
+    """:func:`flow_statistics` at every snapshot of a flow, one array per
+    statistic (Theorem 1's quantities against time)."""
+    if len(snapshots) == 0:
+        raise ValueError("snapshots is empty: a flow has at least one snapshot")
+    stats = [flow_statistics(s["W"], s["a"], X, y, w_pm, x_pm) for s in snapshots]
+    return {key: np.array([s[key] for s in stats]) for key in stats[0]}
+
+
+def limit_tests(W, a, X, y, w_pm, x_pm, kkt_tight: float = 0.05) -> dict[str, float]:
+    """:func:`limit_statistics` of the network ``(W, a)`` and, with the suffix
+    ``_x``, of its early-phase rival (:func:`balanced_net_at`: the same neurons
+    turned to ``x̂±``): Theorem 1 eqs. (8)-(9) and Lemma C.1 against the early
+    phase."""
+    out = limit_statistics(W, a, X, y, w_pm, kkt_tight)
+    rival = balanced_net_at(W, a, *x_pm)
+    x_stats = limit_statistics(*rival, X, y, w_pm, kkt_tight)
+    return out | {key + "_x": value for key, value in x_stats.items()}
+
+
+def first_layer_statistics(W1, X, y, level: float = 0.9) -> dict[str, float]:
+    """§5.2 / Fig. 2g for the first layer ``W1`` of a residual net: ``aligned``
+    (median over rows of the cosine with the closer of ``w±``), ``fraction``
+    (:func:`fraction_aligned_closest` at ``level``), ``closer`` (the share of
+    ``‖W1‖_F²`` in rows closer to ``w±`` than to ``x̂±``) and ``x_cos`` (the
+    early-phase directions' own level, ``min cos(x̂±, w±)``)."""
+    from ..metrics import cosine, neuron_norms
+
+    W1 = as_matrix(W1, "W1")
+    wp, wm = max_margin_directions(X, y)
+    xp, xm = early_phase_directions(X, y)
+    cos = np.maximum(row_cosines(W1, wp), row_cosines(W1, wm))
+    early = np.maximum(row_cosines(W1, xp), row_cosines(W1, xm))
+    norms2 = neuron_norms(W1) ** 2
+    return dict(
+        aligned=float(np.median(cos)),
+        fraction=fraction_aligned_closest(W1, wp, wm, level),
+        closer=float((norms2 * (cos > early)).sum() / norms2.sum()),
+        x_cos=min(cosine(xp, wp), cosine(xm, wm)),
+    )
+
+
+def hidden_rank_ratios(Ws) -> np.ndarray:
+    """§5.2 / Fig. 2a–c: ``σ3/σ1`` of each hidden layer ``W_1 … W_{L−1}`` of a
+    residual net's weight matrices ``Ws`` ("the weight matrices are all rank
+    two"; ``W_L``, a row, is left out)."""
+    from ..metrics import rank_ratio
+
+    if len(Ws) < 2:
+        raise ValueError(f"Ws must hold at least two matrices, got {len(Ws)}")
+    return np.array([rank_ratio(W, 2) for W in Ws[:-1]])
+
+
+# -- App. D: the MNIST runs and their 7th layer -------------------------------------
+def appd_run(
+    seed: int,
+    *,
+    init_scale: float,
+    epochs: int,
+    n_epochs: int,
+    digits: tuple[int, int] = (0, 1),
+    channels: tuple[int, int] = (16, 32),
+    max_per_class: int | None = 300,
+    batch_size: int = 128,
+    lr: float = 1e-3,
+    all_layers: bool = False,
+) -> dict:
+    """App. D's run: :class:`~twolayer.models.ConvNet`, its FC weights
+    × ``init_scale``, trained by Adam on MNIST ``digits`` (label +1 the first)
+    for ``n_epochs`` epochs, with snapshots at initialisation, after ``epochs``
+    and at the end.
+
+    Returns ``train`` (the images), ``traj``, ``per_epoch`` (steps), ``reps``
+    (per snapshot, the representations of the training images: the input at 0
+    and layer 7 at 7; every layer at the middle snapshot if ``all_layers``),
+    ``errors`` (misclassified training images after ``epochs``), ``W7`` (per
+    snapshot) and ``W8`` (after ``epochs``)."""
+    import torch
+
+    from .. import flows  # here: flows imports the models this module uses
+    from ..data import mnist_pair
+    from ..models import ConvNet
+
+    if not 1 <= epochs <= n_epochs:
+        raise ValueError(f"epochs must be in [1, n_epochs], got {epochs}, {n_epochs}")
+    train = mnist_pair(*digits, "train", max_per_class=max_per_class, seed=seed)
+    net = ConvNet(tuple(channels), fc_scale=init_scale, seed=seed)
+    per_epoch = -(-train.n // batch_size)
+    traj = flows.adam(
+        net,
+        train,
+        lr=lr,
+        epochs=n_epochs,
+        batch_size=batch_size,
+        seed=seed,
+        snapshot_steps=[0, epochs * per_epoch, n_epochs * per_epoch],
+    )
+    X = torch.tensor(train.X, dtype=torch.float32)
+    reps = []
+    for i, s in enumerate(traj.snapshots):
+        model = flows.load_state(net, s)
+        with torch.no_grad():
+            model.eval()
+            R = [r.numpy().astype(float) for r in model.representations(X)]
+            if i == 1:
+                errors = int((model(X).numpy() * train.y <= 0).sum())
+        reps.append(R if all_layers and i == 1 else [R[0], *[None] * 6, R[7]])
+    return dict(
+        train=train,
+        traj=traj,
+        reps=reps,
+        per_epoch=per_epoch,
+        errors=errors,
+        W7=[s["fc7.weight"].astype(float) for s in traj.snapshots],
+        W8=traj.snapshots[1]["fc8.weight"].astype(float).ravel(),
+    )
+
+
+def cosine_quantile_rows(reps, y) -> list[dict[str, float]]:
+    """App. D Fig. 3 as a table: per layer, the 5/50/95% quantiles of the
+    cross-class cosines, their maximum, and the same-class quantiles
+    (:func:`cosine_quantiles`)."""
+    rows = []
+    for layer, R in enumerate(reps):
+        q = cosine_quantiles(R, y)
+        cross = {f"cross {p}": v for p, v in zip(("5%", "50%", "95%"), q["cross"])}
+        same = {f"same {p}": v for p, v in zip(("5%", "50%", "95%"), q["same"])}
+        rows.append({"layer": layer, **cross, "cross max": q["cross_max"], **same})
+    return rows
+
+
+def layer7_statistics(R7, R0, y) -> dict:
+    """App. D at layer 7 (representations ``R7``; the input ``R0``): ``cross_max``
+    and ``cross_median`` (largest and median cross-class cosine: orthogonal
+    separability needs ``cross_max ≤ 0``), ``same_median``, :func:`unit_counts`
+    (``dead``, ``specific``, ``shared``) and ``sep``: the gain in
+    :func:`~twolayer.metrics.class_separation` from the input to layer 7."""
+    from ..metrics import class_separation
+
+    q = cosine_quantiles(R7, y)
+    return dict(
+        cross_max=q["cross_max"],
+        cross_median=float(q["cross"][1]),
+        same_median=float(q["same"][1]),
+        **unit_counts(R7, y),
+        sep=class_separation(R7, y) - class_separation(R0, y),
+    )
+
+
+def significant_singular_values(W, level: float = 0.1) -> int:
+    """App. D Fig. 4: the number of singular values of ``W`` above ``level``
+    times the largest ("perhaps five or ten" for ``W7``)."""
+    from ..metrics import singular_values
+
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    s = singular_values(W)
+    return int(np.sum(s > level * s[0]))
+
+
+def energy_beyond(W, k: int = 10) -> float:
+    """The share of ``‖W‖_F²`` carried beyond the ``k`` largest singular values
+    (App. D Fig. 4's "few significant singular values" as a fraction)."""
+    from ..metrics import singular_values
+
+    if int(k) != k or k < 0:
+        raise ValueError(f"k must be a non-negative integer, got {k!r}")
+    e = singular_values(W) ** 2
+    return float(e[int(k) :].sum() / e.sum())
