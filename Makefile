@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 JOBS ?= 2
 STAMP := $(VENV)/.installed
 
-.PHONY: book test unit notebooks site browser bench rerun lock clean distclean
+.PHONY: book test unit notebooks variants slow site browser bench rerun lock clean distclean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -19,8 +19,16 @@ $(STAMP): pyproject.toml
 book: $(STAMP)
 	$(BIN)/twolayer build --jobs $(JOBS)
 
-## make test: unit tests, every notebook under nbval, the book, the browser check
-test: unit notebooks site browser
+## make test: unit tests, every notebook under nbval, the book, the slow tests, the
+## browser check; three stages, each keeping both cores busy:
+##   1. unit tests | nbval of every notebook | the variant pages (nbval does not run them)
+##   2. the book (every page is in the cache by then: nbval's executions, see
+##      pipeline/nbval_entries.py, and the variants; it renders) | the slow tests
+##   3. the browser check of the site
+test: $(STAMP)
+	$(MAKE) --no-print-directory -O -j 3 unit notebooks variants
+	$(MAKE) --no-print-directory -O -j 2 book slow
+	$(MAKE) --no-print-directory browser
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not slow and not browser" -q
@@ -29,13 +37,21 @@ notebooks: $(STAMP)
 	# kernels over IPC sockets (book/conftest.py: two xdist workers raced for TCP
 	# ports in CI); 300 s to start on a loaded machine. ATen's portable kernels
 	# (ATEN_CPU_CAPABILITY=default), not the ones `make book` locked with: the
-	# locked tables must hold on another CPU's floating point
-	ATEN_CPU_CAPABILITY=default TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TWOLAYER_RUN_CACHE=$(CURDIR)/_build/runs $(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 book -q -n $(JOBS) --dist loadfile -p no:cacheprovider
+	# locked tables must hold on another CPU's floating point. Each notebook whose
+	# cells all pass becomes its page's cache entry (nbval_entries: the build
+	# renders it instead of executing it again); the longest notebooks go first
+	ATEN_CPU_CAPABILITY=default TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TWOLAYER_RUN_CACHE=$(CURDIR)/_build/runs $(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 book -q -n $(JOBS) --dist loadfile -p no:cacheprovider -p twolayer.pipeline.nbval_entries
 
-site: book
+variants: $(STAMP)
+	$(BIN)/twolayer execute --variants --jobs 1
+
+slow: $(STAMP)
 	$(BIN)/python -m pytest tests -m "slow" -q
 
-browser: site
+site: book slow
+
+## make browser (after make book): every page of _build/html in headless Chromium
+browser: $(STAMP)
 	$(BIN)/python -m pytest tests -m "browser" -q
 
 ## make bench: timings of the build (clean, no-change) and per notebook

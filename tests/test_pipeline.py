@@ -267,3 +267,39 @@ def test_build_benchmark_on_the_tiny_book(root):
         and "clean build" not in res2.stdout
         and "no-change rebuild" in res2.stdout
     )
+
+
+def test_a_notebook_nbval_passed_is_the_page_the_build_renders(tmp_path):
+    """``make notebooks`` (nbval with ``twolayer.pipeline.nbval_entries``): a
+    notebook whose cells all pass becomes its page's cache entry, which the build
+    takes instead of executing the page again; a failing one leaves nothing."""
+    (tmp_path / "book").mkdir()
+    book = make_root(tmp_path / "book")
+    nb = book / "book" / "synthesis" / "b.ipynb"
+    broken = json.loads(nb.read_text())
+    broken["cells"][2]["source"] += "\nraise RuntimeError('broken page')"
+    nb.write_text(json.dumps(broken))
+    env = {**os.environ, "TWOLAYER_ROOT": str(book), "TWOLAYER_THREADS": "1"}
+    res = subprocess.run(
+        [sys.executable, "-m", "pytest", "--nbval-lax", "--nbval-current-env"]
+        + ["-q", "-p", "no:cacheprovider", "-p", "twolayer.pipeline.nbval_entries"]
+        + ["book/synthesis/a.ipynb", "book/synthesis/b.ipynb"],
+        cwd=book,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert res.returncode == 1 and "broken page" in res.stdout, res.stdout[-3000:]
+    assert len(entries(book)) == 1, "only the passing notebook is an entry"
+    build = run(book, "execute", "synthesis/a", "synthesis/b", "--jobs", "1")
+    assert build.returncode == 1, "b still fails in the build"
+    assert "executing 1 notebook(s) (1 cached)" in build.stdout, build.stdout
+    page = json.loads((book / "_build/executed/synthesis/a.ipynb").read_text())
+    record = "".join(page["cells"][-1]["source"])
+    assert "Executed by nbval" in record, record
+    assert "synthesis.a.value" in json.dumps(page["cells"][3]["outputs"]), (
+        "the claims table nbval compared is the page's output"
+    )
+    assert page["metadata"]["language_info"]["name"] == "python"
+    assert json.loads(claims_text(book, "synthesis/a"))["notebook"] == "synthesis/a"

@@ -29,7 +29,7 @@ Rooms (one idea each):
   command), one job per module: ``pages``, ``declarations`` (notebooks' parameter
   declarations and the check of rerun values), ``imports`` (the import graph that
   keys the cache), ``cache``, ``record``, ``runner``, ``kernels``, ``generated``,
-  ``render``, ``lock``, ``sweep``, ``robustness``, ``cli``.
+  ``render``, ``lock``, ``nbval_entries``, ``sweep``, ``robustness``, ``cli``.
 """
 
 from __future__ import annotations

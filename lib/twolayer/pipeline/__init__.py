@@ -29,6 +29,9 @@ One job per module:
 - :mod:`.generated` — the claims ledger and parameters pages (Markdown);
 - :mod:`.render` — staging the book source and rendering it with Jupyter Book;
 - :mod:`.lock` — storing claims tables in the source notebooks (for nbval);
+- :mod:`.nbval_entries` — a pytest plugin of ``make notebooks``: each notebook
+  nbval executed with every cell passing becomes its page's cache entry (the
+  build renders it instead of executing it again);
 - :mod:`.sweep` — a page over a grid of parameters as dask.distributed tasks
   (``twolayer sweep``), one tidy Parquet table;
 - :mod:`.robustness` — the held-out-seed sweeps of every page (``make sweeps``)

@@ -26,6 +26,7 @@ from .pages import (
     page_id,
     parameters,
     project_root,
+    variants,
 )
 from .render import render, stage, write_html
 from .runner import RunResult, execute_all, publish, raise_interrupted
@@ -54,11 +55,12 @@ def print_claims(claims: list[dict]) -> None:
 
 
 def cmd_execute(args, paths: Paths) -> int:
-    nbs = (
-        [page_id(paths, n) for n in args.notebooks]
-        if args.notebooks
-        else book_pages(paths)
-    )
+    if getattr(args, "variants", False):
+        nbs = sorted(variants(paths))
+    elif args.notebooks:
+        nbs = [page_id(paths, n) for n in args.notebooks]
+    else:
+        nbs = book_pages(paths)
     start = time.perf_counter()
     results = execute_all(paths, nbs, jobs=args.jobs, force=args.force)
     publish(paths, results)
@@ -227,6 +229,13 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
         p.add_argument("--force", action="store_true", help="ignore the cache")
         p.set_defaults(fn=fn)
+        if name == "execute":
+            p.add_argument(
+                "--variants",
+                action="store_true",
+                help="only the variant pages (variants.yml): `make test` runs them "
+                "beside nbval, which executes the notebooks",
+            )
     p = sub.add_parser("rerun", help="rerun one notebook with new parameters")
     p.add_argument(
         "notebook",

@@ -54,7 +54,8 @@ def run_record_cell(meta: dict):
         [
             "## Run record",
             "",
-            f"Executed by `twolayer` on {meta['finished']}; wall time "
+            f"Executed by {meta.get('executor', '`twolayer`')} on {meta['finished']}; "
+            "wall time "
             f"**{meta['seconds']:.1f} s** ({meta['threads']} torch thread(s), "
             f"{meta['machine']}).",
             "",

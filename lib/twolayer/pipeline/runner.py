@@ -125,7 +125,6 @@ def execute_one(
 ) -> dict:
     """Run one notebook into a fresh temporary directory and rename it into the
     cache when, and only when, it completed. Runs in a worker process."""
-    import nbformat
     import papermill as pm
 
     from ..flows.memo import RUN_CACHE_ENV
@@ -178,32 +177,12 @@ def execute_one(
                     continue
                 raise
         seconds = time.perf_counter() - start
-        effective = effective_parameters(src, params)
-        meta = dict(
-            notebook=nb,
-            key=key,
-            parameters=params,
-            effective_parameters=effective,
-            seeds=seed_parameters(effective),
-            seconds=seconds,
-            threads=threads,
-            versions=versions(),
-            machine=f"{platform.machine()}, {os.cpu_count()} cores",
-            finished=time.strftime("%Y-%m-%d %H:%M:%S"),
-            data=data_description(src),
-        )
-        out = nbformat.read(tmp / "notebook.ipynb", as_version=4)
-        out.cells.append(run_record_cell(meta))
-        nbformat.write(out, tmp / "notebook.ipynb")
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
-        final = paths.cache / key
+        record(paths, nb, key, params, tmp, seconds, threads)
         if not _parent_alive(parent):
             raise KeyboardInterrupt(
                 "the build that started this run is gone; nothing is cached"
             )
-        if final.exists():
-            shutil.rmtree(final)
-        os.replace(tmp, final)
+        final = commit(paths, key, tmp)
         claims = (
             json.loads((final / "claims.json").read_text())["claims"]
             if (final / "claims.json").exists()
@@ -236,6 +215,60 @@ def execute_one(
             os._exit(128 + signal.SIGTERM)
 
 
+def record(
+    paths: Paths,
+    nb: str,
+    key: str,
+    params: dict,
+    tmp: Path,
+    seconds: float,
+    threads: int,
+    executor: str = "`twolayer`",
+) -> dict:
+    """Complete a run's folder ``tmp`` (the executed ``notebook.ipynb``, the
+    ledger's ``claims.json``): the run record cell and ``meta.json``."""
+    import nbformat
+
+    src = resolve(paths, nb)
+    effective = effective_parameters(src, params)
+    meta = dict(
+        notebook=nb,
+        key=key,
+        parameters=params,
+        effective_parameters=effective,
+        seeds=seed_parameters(effective),
+        seconds=seconds,
+        threads=threads,
+        versions=versions(),
+        machine=f"{platform.machine()}, {os.cpu_count()} cores",
+        finished=time.strftime("%Y-%m-%d %H:%M:%S"),
+        data=data_description(src),
+        executor=executor,
+    )
+    out = nbformat.read(tmp / "notebook.ipynb", as_version=4)
+    out.cells.append(run_record_cell(meta))
+    nbformat.write(out, tmp / "notebook.ipynb")
+    (tmp / "meta.json").write_text(json.dumps(meta, indent=1))
+    return meta
+
+
+def commit(paths: Paths, key: str, tmp: Path) -> Path:
+    """Rename a completed run folder into the cache as the entry of ``key``."""
+    final = paths.cache / key
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    return final
+
+
+def run_parameters(paths: Paths, nb: str, params: dict) -> dict:
+    """What a page runs with: a variant's own parameters (checked against its
+    notebook's declarations), then ``params`` (checked)."""
+    own = page_parameters(paths, nb)
+    params_mod.validate(params_mod.declarations(resolve(paths, nb)), own, page=nb)
+    return {**own, **check_parameters(paths, nb, params)}
+
+
 def _describe(exc: BaseException, failed: Path) -> str:
     cell = getattr(exc, "cell_index", None)
     if cell is not None:
@@ -262,13 +295,7 @@ def execute_all(
     """Execute notebooks (cached, in parallel). Returns one result per notebook."""
     params = params or {}
     results, todo = {}, []
-    run_params = {}
-    for nb in (
-        nbs
-    ):  # a variant's declared parameters must satisfy its notebook's declarations
-        own = page_parameters(paths, nb)
-        params_mod.validate(params_mod.declarations(resolve(paths, nb)), own, page=nb)
-        run_params[nb] = {**own, **check_parameters(paths, nb, params)}
+    run_params = {nb: run_parameters(paths, nb, params) for nb in nbs}
     for nb in nbs:
         key = cache_key(paths, nb, run_params[nb])
         entry = paths.cache / key
