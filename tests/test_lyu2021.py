@@ -494,3 +494,30 @@ def test_axis_share_log10_time_inverts_the_late_phase_laws():
     cp = brentq(lambda c: k * c**alpha / (c + k * c**alpha) - 0.01, 1.0, 1e12)
     expected = (x0 * (cp + alpha * k * cp**alpha) + const) / np.log(10)
     assert got == pytest.approx(expected, rel=1e-9)
+
+
+def test_log_time_slope_recovers_a_power_of_log_time():
+    t = np.geomspace(1e8, 1e40, 5)
+    assert L.log_time_slope(t, 0.08 * np.log(t) ** -0.5) == pytest.approx(-0.5)
+    assert L.log_time_slope(t, np.full(5, 0.3)) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="times > 1"):
+        L.log_time_slope([0.5, 10.0], [1.0, 1.0])
+
+
+def test_per_snapshot_errors_and_margins_match_the_single_snapshot_functions(sym):
+    rng = np.random.default_rng(3)
+    snaps = [
+        dict(W=rng.standard_normal((4, 2)), a=rng.standard_normal(4)) for _ in "ab"
+    ]
+    X_eval = rng.uniform(-1, 1, (50, 2))
+    w = L.max_margin_separator(sym.X, sym.y)
+    target = L.hinted_limit_function(X_eval, w, 0.5)
+    errs = L.limit_errors(snaps, X_eval, target, 0.5)
+    gammas = L.normalized_margins(snaps, sym.X, sym.y, 0.5)
+    for s, e, g in zip(snaps, errs, gammas):
+        W, a = s["W"], s["a"]
+        n2 = (W**2).sum() + (a**2).sum()  # ‖θ‖², computed here directly
+        f = np.maximum(X_eval @ W.T, 0.5 * X_eval @ W.T) @ a / n2
+        assert e == pytest.approx(np.abs(f - target).max() / np.abs(target).max())
+        q = sym.y * (np.maximum(sym.X @ W.T, 0.5 * sym.X @ W.T) @ a)
+        assert g == pytest.approx(q.min() / n2)

@@ -838,3 +838,33 @@ def axis_share_log10_time(
 
 
 __all__ += ["axis_share_log10_time"]
+
+
+def limit_errors(snapshots, X_eval, limit_values, alpha: float) -> np.ndarray:
+    """:func:`limit_error` of each snapshot (a mapping with ``"W"``, ``"a"``) of a
+    run: the distance of ``θ(t)/‖θ(t)‖`` to a limit function along the flow
+    (Thm 4.3, Thm 6.2)."""
+    return np.array(
+        [limit_error(s["W"], s["a"], X_eval, limit_values, alpha) for s in snapshots]
+    )
+
+
+def normalized_margins(snapshots, X, y, alpha: float) -> np.ndarray:
+    """:func:`normalized_margin` of each snapshot (``"W"``, ``"a"``) of a run."""
+    return np.array([normalized_margin(s["W"], s["a"], X, y, alpha) for s in snapshots])
+
+
+def log_time_slope(times, errors) -> float:
+    """Least-squares slope of ``log error`` against ``log ln t``: ``−p`` when the
+    error decays like ``(ln t)^{−p}`` (Thm 6.2 beyond the plane: a tilt the hint
+    points do not pin decays with ``p = ½``). Needs ``t > 1``, errors > 0."""
+    t = np.asarray(times, float)
+    e = np.asarray(errors, float)
+    if t.shape != e.shape or t.ndim != 1 or len(t) < 2:
+        raise ValueError(f"times and errors must be 1-D of one length >= 2: {t.shape}")
+    if np.any(t <= 1) or np.any(e <= 0):
+        raise ValueError("log_time_slope needs times > 1 and errors > 0")
+    return float(np.polyfit(np.log(np.log(t)), np.log(e), 1)[0])
+
+
+__all__ += ["limit_errors", "normalized_margins", "log_time_slope"]
