@@ -26,8 +26,8 @@ book: $(STAMP)
 ##      pipeline/nbval_entries.py, and the variants; it renders) | the slow tests
 ##   3. the browser check of the site
 test: $(STAMP)
-	$(MAKE) --no-print-directory -O -j 3 unit notebooks variants
-	$(MAKE) --no-print-directory -O -j 2 book slow
+	$(MAKE) --no-print-directory -Oline -j 3 unit notebooks variants
+	$(MAKE) --no-print-directory -Oline -j 2 book slow
 	$(MAKE) --no-print-directory browser
 
 unit: $(STAMP)

@@ -145,7 +145,10 @@ def pytest_collection_modifyitems(session, config, items):
     from .pages import Paths, project_root
     from .runner import last_seconds
 
-    paths, cost = Paths(project_root()), {}
+    try:
+        paths, cost = Paths(project_root()), {}
+    except FileNotFoundError:  # not the book's notebooks: their order stays
+        return
 
     def seconds(item) -> float:
         if not _cell(item):
