@@ -157,3 +157,27 @@ def test_hidden_rank_ratios_leave_out_the_last_matrix():
     assert r[1] == pytest.approx(s[2] / s[0], rel=1e-12)
     with pytest.raises(ValueError, match="Ws"):
         P.hidden_rank_ratios([row])
+
+
+def test_appd_run_snapshots_representations_and_errors():
+    import torch
+
+    from twolayer import flows, models
+
+    r = P.appd_run(
+        0, init_scale=0.05, epochs=1, n_epochs=2, channels=(2, 2), max_per_class=8,
+        batch_size=8, all_layers=True,
+    )  # fmt: skip
+    train, traj = r["train"], r["traj"]
+    assert r["per_epoch"] == 2 and list(traj.steps) == [0, 2, 4]
+    assert len(r["reps"][1]) == 8 and r["reps"][0][3] is None  # all layers at E only
+    X = torch.tensor(train.X, dtype=torch.float32)
+    net = flows.load_state(models.ConvNet((2, 2), seed=0), traj.snapshots[1])
+    with torch.no_grad():
+        f = net(X).numpy()
+        R7 = net.representations(X)[7].numpy()
+    assert r["errors"] == int((f * train.y <= 0).sum())  # at epoch E, not the end
+    assert np.allclose(r["reps"][1][7], R7) and np.allclose(r["reps"][1][0], train.X)
+    assert np.array_equal(r["W7"][2], traj.snapshots[2]["fc7.weight"])
+    with pytest.raises(ValueError, match="epochs"):
+        P.appd_run(0, init_scale=0.05, epochs=3, n_epochs=2)
