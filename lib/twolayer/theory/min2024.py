@@ -1038,3 +1038,148 @@ def escape_slope(eps, t_esc, rate: float) -> float:
     if x.shape != t.shape or x.size < 2:
         raise ValueError("eps and t_esc must match, with at least two scales")
     return float(np.polyfit(x, t, 1)[0] * rate)
+
+
+# ------------------------------------------------------------------------------
+# Read-outs over seeds (the pages' per-seed loops).
+
+
+def lemma1_along(Ws, vs, X, y, rebalance: bool = False) -> dict:
+    """Lemma 1 and Lemma 4 (App. C) at every state ``(Ws[k], vs[k])`` of a run:
+    ``error`` the largest :func:`lemma1_error` over the neurons, ``bound``
+    :func:`lemma4_bound`, ``ratio`` the largest :func:`lemma4_ratio` (at most 1/4
+    at a balanced state) and ``drift`` the largest ``| |v_j|/‖w_j‖ − 1 |`` (0 when
+    balanced, as the flow from a balanced init keeps it). With ``rebalance`` the
+    ratio is taken at :func:`rebalanced` states (the same network, exactly
+    balanced)."""
+    states = list(zip(np.asarray(to_numpy(Ws), float), np.asarray(to_numpy(vs), float)))
+    if not states:
+        raise ValueError("Ws and vs must hold at least one state")
+    at = [rebalanced(W, v) for W, v in states] if rebalance else states
+    return dict(
+        error=np.array([lemma1_error(W, v, X, y).max() for W, v in states]),
+        bound=np.array([lemma4_bound(W, v, X) for W, v in states]),
+        ratio=float(np.nanmax([lemma4_ratio(W, v, X, y) for W, v in at])),
+        drift=float(
+            max(
+                np.abs(np.abs(v) / np.linalg.norm(W, axis=1) - 1).max()
+                for W, v in states
+            )
+        ),
+    )
+
+
+def two_point_runs(trajs, X, y, k_mid: int) -> dict:
+    """Figs 7–9 over seeds: :func:`two_point_summary` of every run of ``trajs``
+    (trajectories with ``steps`` and parameters ``"W"``, ``"a"``), each key a
+    per-seed array (``in_plus`` of shape (seeds, snapshots)), with the first run's
+    snapshots (``steps``, ``Ws``, ``vs``, cone record ``rec``), the data and its
+    separability ``mu``."""
+    trajs = list(trajs)
+    if not trajs:
+        raise ValueError("trajs must hold at least one run")
+    per = [two_point_summary(t.param("W"), t.param("a"), X, y, k_mid) for t in trajs]
+    keys = ("in_plus", "n_out", "settled", "settled_init", "entered")
+    out = {key: np.array([p[key] for p in per], dtype=float) for key in keys}
+    first = trajs[0]
+    return out | dict(
+        X=np.asarray(X, float),
+        y=np.asarray(y, float),
+        mu=separability(X, y),
+        steps=np.asarray(first.steps),
+        Ws=first.param("W"),
+        vs=first.param("a"),
+        rec=per[0]["rec"],
+    )
+
+
+def entry_law_fit(seeds, mu, t1_measured, t1_law, n: int = 2) -> dict:
+    """The μ sweep (rows: one per seed and angle) against two shapes of ``t1``: the
+    per-neuron law (``t1_law``, :func:`entry_law_row`) and Thm 1's order
+    ``C log n/√μ`` with ``C`` fitted per seed at its largest ``μ`` (``t1_shape``,
+    per row). ``law_err`` and ``shape_err`` are, per seed (sorted), the largest
+    ``|log(t1_measured / shape)|`` over its angles."""
+    seeds, mu, t1m, law = (np.asarray(a) for a in (seeds, mu, t1_measured, t1_law))
+    if not seeds.shape == mu.shape == t1m.shape == law.shape or seeds.ndim != 1:
+        raise ValueError("seeds, mu, t1_measured and t1_law must be equal-length 1-D")
+    order = np.log(n) / np.sqrt(mu)
+    shape = np.empty_like(t1m, dtype=float)
+    law_err, shape_err = [], []
+    for s in np.unique(seeds):
+        rows = seeds == s
+        top = np.flatnonzero(rows)[np.argmax(mu[rows])]
+        shape[rows] = order[rows] * (t1m[top] / order[top])
+        law_err.append(np.abs(np.log(t1m[rows] / law[rows])).max())
+        shape_err.append(np.abs(np.log(t1m[rows] / shape[rows])).max())
+    return dict(
+        t1_shape=shape, law_err=np.array(law_err), shape_err=np.array(shape_err)
+    )
+
+
+def changes_callback(X, y):
+    """A trainer callback ``fn(model)`` returning :func:`norm_direction_changes`
+    of the model's ``(W, v)`` on ``(X, y)`` (Figs 12–13, at every snapshot)."""
+    X, y = as_xy(X, y)
+
+    def changes(model) -> tuple[float, float]:
+        W, v = model.weights()
+        return norm_direction_changes(W, v, X, y)
+
+    return changes
+
+
+def random_signs(width: int, seed: int) -> np.ndarray:
+    """``v_j = ±1`` with probability 1/2 each, from ``seed`` (the fixed second layer
+    of Fig 13's first-layer-only scheme)."""
+    rng = np.random.default_rng(seed)
+    return np.where(rng.random(int(width)) < 0.5, 1.0, -1.0)
+
+
+def phase_summaries(trajs, X, y, level: float = 0.9) -> list[PhaseSummary]:
+    """:func:`phase_summary` of every run of ``trajs`` (steps, loss, "W", "a")."""
+    return [
+        phase_summary(t.steps, t.loss, t.param("W"), t.param("a"), X, y, level)
+        for t in trajs
+    ]
+
+
+def phase_ranges(small: Sequence[PhaseSummary], large: Sequence[PhaseSummary]) -> dict:
+    """``{name: (min, max)}`` over seeds of Fig 5's read-outs: the small init's
+    ``t_half``, ``t_band``, ``ratio`` (band before fit), ``cos_plus``, ``cos_minus``,
+    ``act``; the large init's ``l_t_half``, ``l_cos`` (the better side) and
+    ``l_act``."""
+    values = dict(
+        t_half=[p.t_half for p in small],
+        t_band=[p.t_band for p in small],
+        ratio=[p.band_before_fit for p in small],
+        cos_plus=[p.cos_plus for p in small],
+        cos_minus=[p.cos_minus for p in small],
+        act=[p.act for p in small],
+        l_t_half=[p.t_half for p in large],
+        l_cos=[max(p.cos_plus, p.cos_minus) for p in large],
+        l_act=[p.act for p in large],
+    )
+    return {k: (min(v), max(v)) for k, v in values.items()}
+
+
+def alignment_drop(
+    it, mean_plus, mean_minus, t_half: float, tol: float = 0.02
+) -> tuple[bool, float, float]:
+    """Whether the mean neurons' alignment drops after the loss halving: the best
+    ``cos(w̄±, x±)`` up to ``t_half`` minus the last one exceeds ``tol`` on both
+    sides. Returns ``(drops, last cos+, last cos−)``."""
+    it = np.asarray(it)
+    cp, cm = np.asarray(mean_plus, float), np.asarray(mean_minus, float)
+    k = int(np.searchsorted(it, t_half))
+    drops = min(cp[: k + 1].max() - cp[-1], cm[: k + 1].max() - cm[-1]) > tol
+    return bool(drops), float(cp[-1]), float(cm[-1])
+
+
+def literal_step(traj, X, y) -> tuple[int, float]:
+    """The literal sum-loss step's run (Fig 5's choice (ii)): the iteration where its
+    loss first halves and the mean positive neuron's ``cos(w̄+, x+)`` there."""
+    k = halving_index(traj.loss)
+    if k is None:
+        raise ValueError("the loss never halves in the literal-step run: run longer")
+    W, v = traj.param("W")[k], traj.param("a")[k]
+    return int(traj.steps[k]), alignment(W, v, X, y).mean_plus
