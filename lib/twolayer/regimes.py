@@ -175,7 +175,7 @@ def phuong_min_point(
     X, y = data.X, data.y
     w_plus, w_minus = max_margin_pair(data)
     t1 = float(min2024.book_time(min2024.t1_order(X, y), "mean", data.n))
-    net = TwoLayerNet(data.d, width, init="balanced", scale=init_scale, seed=seed)
+    net = TwoLayerNet(data.d, width, init="balanced", init_scale=init_scale, seed=seed)
     W0, a0 = net.weights()
     late = [t for t in LATE_TIMES if t <= t_max]
     run = gradient_flow(
@@ -232,7 +232,7 @@ def lyu_point(
     w_star = lyu2021.max_margin_separator(data.X, data.y)
     target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
     net = TwoLayerNet(
-        data.d, width, alpha=alpha, init="gaussian", scale=init_scale, seed=seed
+        data.d, width, alpha=alpha, init="gaussian", init_scale=init_scale, seed=seed
     )
     W0, a0 = net.weights()
     run = gradient_flow(
@@ -266,7 +266,7 @@ def sarussi_point(
     data = sarussi_data(seed)
     k = max(width // 2, 1)
     net = TwoLayerNet.fixed_second_layer(
-        data.d, k, alpha=alpha, scale=init_scale, seed=seed
+        data.d, k, alpha=alpha, init_scale=init_scale, seed=seed
     )
     run = gradient_flow(
         net, data, t_max, rtol=1e-5, atol=1e-8, n_snapshots=3, max_steps=400_000
@@ -372,6 +372,38 @@ def moves_draws_key() -> str:
     return h.hexdigest()[:12]
 
 
+# the hint move (Lyu Def. 6.1 on the overlay's data): with and without the hints on the
+# same draws, and a tolerance check of the stiff hinted flows on the first draws
+HINTED_KINDS = dict(hinted=DRAWS, symmetric=DRAWS, hinted_fine=DRAWS[:3])
+HINTED_RTOL = dict(hinted=1e-3, symmetric=1e-3, hinted_fine=1e-4)
+
+
+def hinted_draws_point(kind: str, seed: int) -> dict:
+    """One draw of the hint move (:func:`twolayer.synthesis.hinted_move`): ``hinted``
+    and ``symmetric`` (the same draw without the hints) at ``rtol = 1e-3``,
+    ``hinted_fine`` the hinted flow at ``rtol = 1e-4``."""
+    from . import synthesis
+
+    if kind not in HINTED_KINDS:
+        raise ValueError(f"kind must be one of {sorted(HINTED_KINDS)}, got {kind!r}")
+    out = synthesis.hinted_move(seed, kind != "symmetric", rtol=HINTED_RTOL[kind])
+    return dict(kind=kind, seed=seed, **out)
+
+
+def hinted_draws_key() -> str:
+    """The code key of the ``hinted_draws`` grid: :func:`code_key`, the grid and the
+    source of the synthesis functions it runs."""
+    import inspect
+
+    from . import synthesis
+    from .codekey import canonical
+
+    h = hashlib.sha256(f"{code_key()} {HINTED_KINDS!r} {HINTED_RTOL!r}".encode())
+    for fn in (hinted_draws_point, synthesis.hinted_move, synthesis.hypotheses):
+        h.update(canonical(inspect.getsource(fn)))
+    return h.hexdigest()[:12]
+
+
 POINTS = dict(
     phuong_min=phuong_min_point,
     lyu=lyu_point,
@@ -381,10 +413,15 @@ POINTS = dict(
     lyu_probability_large=lyu_probability_large_point,
     phuong_probability_large=phuong_probability_large_point,
     moves_draws=moves_draws_point,
+    hinted_draws=hinted_draws_point,
 )
 
 
 def _grid(name: str) -> list[dict]:
+    if name == "hinted_draws":
+        return [
+            dict(kind=k, seed=s) for k, seeds in HINTED_KINDS.items() for s in seeds
+        ]
     if name == "moves_draws":
         return [
             dict(kind=k, value=v, seed=s)
@@ -410,6 +447,8 @@ def grid_key(name: str) -> str:
     else :func:`code_key`."""
     if name == "moves_draws":
         return moves_draws_key()
+    if name == "hinted_draws":
+        return hinted_draws_key()
     if name.endswith("_large"):
         return hashlib.sha256(f"{code_key()} {LARGE_SCALE!r}".encode()).hexdigest()[:12]
     return code_key()
@@ -594,55 +633,6 @@ def clause_table(small, large, gap: str, threshold: float, event: str, failure):
     return pd.DataFrame(rows)
 
 
-def heatmaps(
-    axes, frame, gap: str, threshold: float, relation: str = "<=", label: str = ""
-) -> None:
-    """Two panels on ``axes``: the pass rate over seeds per (init scale, width), and the
-    median gap (log colour scale) with the threshold's contour; the critical bracket of
-    :func:`critical_scale` marked on both."""
-    import matplotlib.colors as mcolors
-
-    rates = pass_rates(frame, gap, threshold, relation)
-    scales = np.sort(rates["init_scale"].unique())
-    widths = np.sort(rates["width"].unique())
-    P = (
-        rates.pivot(index="width", columns="init_scale", values="pass_rate")
-        .loc[widths, scales]
-        .to_numpy()
-    )
-    M = (
-        rates.pivot(index="width", columns="init_scale", values="median")
-        .loc[widths, scales]
-        .to_numpy()
-    )
-    x, yy = np.log10(scales), np.arange(len(widths))
-    im = axes[0].pcolormesh(x, yy, P, shading="nearest", cmap="RdYlGn", vmin=0, vmax=1)
-    axes[0].figure.colorbar(im, ax=axes[0], label="pass rate")
-    positive = M[M > 0]
-    # log only over decades
-    norm = (
-        mcolors.LogNorm(vmin=positive.min(), vmax=positive.max())
-        if positive.size and positive.max() > 10 * positive.min()
-        else None
-    )
-    im2 = axes[1].pcolormesh(
-        x, yy, np.where(M > 0, M, np.nan), shading="nearest", cmap="viridis", norm=norm
-    )
-    axes[1].figure.colorbar(im2, ax=axes[1], label=f"median {label or gap}")
-    if np.nanmin(M) < threshold < np.nanmax(M):
-        axes[1].contour(x, yy, M, levels=[threshold], colors="w", linewidths=2)
-    crit = critical_scale(frame, gap, threshold, relation)
-    for ax in axes:
-        ax.set(
-            xlabel="$\\log_{10}$ init scale",
-            ylabel="width",
-            yticks=yy,
-            yticklabels=[str(w) for w in widths],
-        )
-        if np.isfinite(crit["critical"]):
-            ax.axvline(np.log10(crit["critical"]), color="k", ls="--", lw=1)
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m twolayer.regimes", description=__doc__.splitlines()[0]
@@ -667,3 +657,200 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main(sys.argv[1:])
+
+
+# ------------------------------------------------------------- what the page reads
+
+GRIDS = (
+    "phuong_min",
+    "lyu",
+    "sarussi",
+    "moves_draws",
+    "hinted_draws",
+    "lyu_probability",
+    "lyu_probability_large",
+    "phuong_probability",
+    "phuong_probability_large",
+)
+# grids whose points may stop (a large init's vector field can overflow)
+MAY_STOP = ("lyu_probability_large", "phuong_probability_large", "moves_draws")
+
+
+def load_grids(names=GRIDS):
+    """Every stored grid of ``names`` (:func:`load`) and their provenance (commit,
+    code key, rows, stale) as a DataFrame; a grid outside :data:`MAY_STOP` with a
+    failed point is an error."""
+    import pandas as pd
+
+    grids, rows = {}, {}
+    for name in names:
+        frame, stale = load(name)
+        if name not in MAY_STOP and (frame["error"] != "").any():
+            raise ValueError(f"grid {name!r} has failed points: recompute it")
+        grids[name] = frame
+        rows[name] = dict(
+            commit=frame.commit.iloc[0],
+            code_key=frame.code_key.iloc[0],
+            rows=len(frame),
+            stale=stale,
+        )
+    return grids, pd.DataFrame(rows).T
+
+
+def theorems(phuong: float, lyu: float) -> dict:
+    """The regime maps' limits: key -> (grid, gap column, threshold, relation,
+    label); ``phuong``, ``lyu``: the thresholds of those two (the others are
+    :data:`THRESHOLDS`)."""
+    return {
+        "phuong": ("phuong_min", "phuong", phuong, "<=", "$1-\\cos(w_j,w_\\pm)$"),
+        "min_aligned": ("phuong_min", "min_aligned", 1.0, ">=", "fraction aligned"),
+        "stable_rank": ("phuong_min", "stable_rank", 2.0, "<=", "stable rank limsup"),
+        "lyu": ("lyu", "lyu", lyu, "<=", "sup gap"),
+        "sarussi": (
+            "sarussi",
+            "sarussi",
+            THRESHOLDS["sarussi"],
+            "<=",
+            "$R/\\|\\bar w-\\bar u\\|$",
+        ),
+    }
+
+
+def brackets(grids, specs):
+    """Each theorem's critical bracket (:func:`critical_scale`) per width: rows the
+    theorems of ``specs`` (:func:`theorems`), columns ``lo``/``hi`` × width."""
+    import pandas as pd
+
+    rows = [
+        dict(theorem=key, width=w, **critical_scale(fw, gap, thr, rel))
+        for key, (grid, gap, thr, rel, _) in specs.items()
+        for w, fw in grids[grid].groupby("width")
+    ]
+    return pd.DataFrame(rows).pivot(
+        index="theorem", columns="width", values=["lo", "hi"]
+    )
+
+
+def lyu_failure(m: int) -> float:
+    """Lyu et al. Thm 4.3: the limit may be missed with probability ``2^{-(m-1)}``
+    (Lemma 5.4's event: ``b̄`` of one sign)."""
+    return 2.0 ** -(m - 1)
+
+
+def phuong_failure(p: int) -> float:
+    """Phuong & Lampert Thm 1: the limit may be missed with probability ``2^{-p}``
+    (every neuron in ``J_0`` at the start)."""
+    return 2.0**-p
+
+
+def clauses(grids, lyu: float, phuong: float) -> dict:
+    """Both probability clauses (:func:`clause_table`) from the stored grids, keyed
+    by theorem; ``lyu``, ``phuong``: the gaps counted as at the limit."""
+    return {
+        "Lyu Thm 4.3": clause_table(
+            grids["lyu_probability"],
+            grids["lyu_probability_large"],
+            "lyu",
+            lyu,
+            "same_sign_b",
+            lyu_failure,
+        ),
+        "Phuong Thm 1": clause_table(
+            grids["phuong_probability"],
+            grids["phuong_probability_large"],
+            "phuong",
+            phuong,
+            "j0_event",
+            phuong_failure,
+        ),
+    }
+
+
+def mu_move(frame, threshold: float) -> dict:
+    """The μ move from the ``moves_draws`` grid (stopped points left out, counted):
+    every draw of every spread (``mu``), those with ``μ < 0`` (``neg``), the
+    large-init draws (``large``), the pass flags of both (``neg_pass``,
+    ``large_pass``: Phuong's gap ≤ ``threshold``), and the prose's quotes."""
+    stopped = int((frame.error != "").sum())
+    frame = frame[frame.error == ""]
+    mu = frame[frame.kind == "mu"]
+    neg, large = mu[mu.mu < 0], frame[frame.kind == "mu_large"]
+    widest, pos = mu[mu.value == mu.value.max()], mu[mu.mu > 0]
+    passed = {
+        k: (f.phuong <= threshold).to_numpy()
+        for k, f in (("neg", neg), ("large", large), ("widest", widest))
+    }
+    return dict(
+        mu=mu,
+        neg=neg,
+        large=large,
+        neg_pass=passed["neg"],
+        large_pass=passed["large"],
+        quotes=dict(
+            mu_stopped=stopped,
+            n_draws=int(frame.seed.nunique()),
+            n_neg=len(neg),
+            mu_lo=neg.mu.min(),
+            large_std=float(large.value.iloc[0]),
+            **{f"mu_{k}_pass": float(v.mean()) for k, v in passed.items()},
+            mu_widest_std=float(widest.value.iloc[0]),
+            mu_widest_lo=widest.mu.min(),
+            t1_max=pos.t1.max(),
+            t_scale_max=pos.t_scale.max(),
+        ),
+    )
+
+
+def alpha_drops(frame) -> dict:
+    """The α move from the ``moves_draws`` grid: per leaky slope, each draw's
+    ``Δ = log10 gap(1e300) − log10 gap(1e100)`` of Phuong's gap (``1/log t`` decay:
+    ``−log10 3``)."""
+    al = frame[(frame.kind == "alpha") & (frame.error == "")]
+    return {
+        float(a): np.log10(f["gap_1e+300"] / f["gap_1e+100"]).to_numpy()
+        for a, f in al.groupby("value")
+    }
+
+
+def width2_gaps(frame) -> tuple[np.ndarray, np.ndarray]:
+    """The width-2 move from the ``moves_draws`` grid: Lyu's gap per draw with one
+    neuron of each sign, and with both positive."""
+    w2 = frame[(frame.kind == "width2") & (frame.error == "")]
+    return w2[w2.value < 0].lyu.to_numpy(), w2[w2.value > 0].lyu.to_numpy()
+
+
+def hinted_move(frame) -> dict:
+    """The hint move from the ``hinted_draws`` grid: the draws with and without the
+    hints (``hinted``, ``symmetric``, ordered by seed), and the quotes: the gaps to
+    the linear limit at 1e100 and 1e300, to Thm 6.2's, what else the hints change
+    (μ, orthogonal separability, linear margin, the original points' norm), the
+    steps, and the largest difference to the ``rtol = 1e-4`` flows."""
+    hinted, symmetric, fine = (
+        frame[frame.kind == k].sort_values("seed").set_index("seed")
+        for k in ("hinted", "symmetric", "hinted_fine")
+    )
+    end = "lyu_1e+300"
+    return dict(
+        hinted=hinted,
+        symmetric=symmetric,
+        quotes=dict(
+            h_draws=len(hinted),
+            h_gap_lo=hinted[end].min(),
+            h_gap_hi=hinted[end].max(),
+            h_gap_100=hinted["lyu_1e+100"].median(),
+            h_gap_300=hinted[end].median(),
+            h_sym_hi=symmetric[end].max(),
+            h_sym_100=symmetric["lyu_1e+100"].median(),
+            h_sym_300=symmetric[end].median(),
+            h_thm62_lo=hinted["thm62"].min(),
+            h_mu=hinted["mu"].max(),
+            h_sym_mu=symmetric["mu"].min(),
+            h_orthogonal=int(hinted["orthogonal"].sum()),
+            h_margin=hinted["linear_margin"].max(),
+            h_sym_margin=symmetric["linear_margin"].min(),
+            h_shrink=hinted["shrink"].max(),
+            h_steps=int(hinted["steps"].max()),
+            h_fine_draws=len(fine),
+            h_fine_diff=float((fine[end] - hinted.loc[fine.index, end]).abs().max()),
+        ),
+    )

@@ -1,11 +1,12 @@
 """The four theories' predictions measured on one trajectory (book/synthesis).
 
 :func:`prediction_gaps` turns a snapshot ``(W, a)`` into the distance to each
-paper's limit; :func:`flow_point` runs one gradient flow
-(:func:`twolayer.flows.gradient_flow`) and returns the gaps at the end, for the
-parallel sweeps of :mod:`twolayer.sweeps`. The predictions come from the
-theory modules (``theory.phuong2021``, ``theory.min2024``, ``theory.lyu2021``,
-``theory.sarussi2021``); hypotheses that fail on a dataset give NaN.
+paper's limit; the page functions run the gradient flows
+(:func:`twolayer.flows.gradient_flow`) and return what the pages claim, and the
+move functions one draw of a stored grid (:mod:`twolayer.regimes`). The
+predictions come from the theory modules (``theory.phuong2021``,
+``theory.min2024``, ``theory.lyu2021``, ``theory.sarussi2021``); hypotheses that
+fail on a dataset give NaN.
 """
 
 from __future__ import annotations
@@ -127,44 +128,6 @@ def synthesis_data(
         y2,
         name=ds.name + " + hints",
         note="Lyu Def. 6.1 hints (H=K=5, eps=0.05), rescaled to max norm 1",
-    )
-
-
-def flow_point(
-    std: float = 0.5,
-    alpha: float = 0.0,
-    scale: float = 1e-3,
-    width: int = 20,
-    hinted: bool = False,
-    t_max: float = 1e100,
-    n: int = 40,
-    d: int = 5,
-    seed: int = 0,
-    rtol: float = 1e-5,
-    atol: float = 1e-8,
-) -> dict[str, float]:
-    """One sweep point: data, balanced init, gradient flow to ``t_max``, and the
-    final :func:`prediction_gaps` plus the data hypotheses and the wall time."""
-    from .flows import gradient_flow
-
-    data = synthesis_data(n, d, std=std, seed=seed, hinted=hinted)
-    net = TwoLayerNet(d, width, alpha=alpha, init="balanced", scale=scale, seed=seed)
-    run = gradient_flow(
-        net, data, t_max, rtol=rtol, atol=atol, n_snapshots=3, max_steps=200_000
-    )
-    gaps = prediction_gaps(
-        run.final["W"], run.final["a"], data, alpha, w_pm=max_margin_pair(data)
-    )
-    return dict(
-        std=std,
-        alpha=alpha,
-        scale=scale,
-        width=width,
-        hinted=hinted,
-        **hypotheses(data),
-        **gaps,
-        wall=run.wall_time,
-        steps=run.config["steps"],
     )
 
 
@@ -290,7 +253,7 @@ def phuong_limit_run(
     ds = orthant_data(n, d, seed=seed)
     w_plus, w_minus = phuong2021.max_margin_directions(ds.X, ds.y)
     x_plus, x_minus = phuong2021.early_phase_directions(ds.X, ds.y)
-    net = TwoLayerNet(d, width, init="balanced", scale=init_scale, seed=seed)
+    net = TwoLayerNet(d, width, init="balanced", init_scale=init_scale, seed=seed)
     flow = gradient_flow(
         net, ds, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1
     )
@@ -385,7 +348,7 @@ def gd_check(
 
 def lyu_limit_run(
     seed: int,
-    sigma: float,
+    init_scale: float,
     *,
     width: int = 10,
     alpha: float = 0.5,
@@ -395,9 +358,10 @@ def lyu_limit_run(
     n_snapshots: int = 60,
 ) -> dict:
     """Lyu et al. Thm 4.3 / 4.2 on symmetric data (draw ``seed``,
-    :func:`twolayer.regimes.lyu_data`), Gaussian init of scale ``sigma``: the relative
-    sup gap to ``(1+α)/4⟨w*, x⟩`` and the normalised margin over the global maximum
-    along the flow; phase I's rival ``μ̄``."""
+    :func:`twolayer.regimes.lyu_data`), Gaussian init of scale ``init_scale``: the
+    relative sup gap to ``(1+α)/4⟨w*, x⟩`` and the normalised margin over the global
+    maximum along the flow; phase I's rival ``μ̄``; whether Lemma 5.4's embedding is
+    good (``b̄`` of both signs, :func:`twolayer.theory.lyu2021.is_good_embedding`)."""
     from .flows import gradient_flow
     from .regimes import lyu_data
 
@@ -407,7 +371,7 @@ def lyu_limit_run(
     mu_bar = mu_bar / np.linalg.norm(mu_bar)
     target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
     net = TwoLayerNet(
-        sym.d, width, alpha=alpha, init="gaussian", scale=sigma, seed=seed
+        sym.d, width, alpha=alpha, init="gaussian", init_scale=init_scale, seed=seed
     )
     flow = gradient_flow(
         net, sym, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1
@@ -429,7 +393,9 @@ def lyu_limit_run(
         / best
     )
     W1, a1 = lyu2021.two_neuron_limit(mu_bar)
+    b = lyu2021.embedding_vector(*net.weights(), mu_bar)
     return dict(
+        good_embedding=lyu2021.is_good_embedding(b),
         log10_t=np.log10(np.maximum(flow.times, 1e-300)),
         err=err,
         margin=margin,
@@ -443,7 +409,7 @@ def lyu_limit_run(
 
 def sarussi_limit_run(
     seed: int,
-    scale: float,
+    init_scale: float,
     *,
     k: int = 10,
     alpha: float = 0.2,
@@ -459,7 +425,9 @@ def sarussi_limit_run(
     from .regimes import sarussi_data
 
     anti = sarussi_data(seed)
-    net = TwoLayerNet.fixed_second_layer(anti.d, k, alpha=alpha, scale=scale, seed=seed)
+    net = TwoLayerNet.fixed_second_layer(
+        anti.d, k, alpha=alpha, init_scale=init_scale, seed=seed
+    )
     flow = gradient_flow(
         net, anti, t_max, rtol=rtol, atol=atol, n_snapshots=n_snapshots, t_min=1e-1
     )
@@ -523,7 +491,9 @@ def overlay_run(
             ]
         )
     )
-    net = TwoLayerNet(d, width, alpha=alpha, init=init, scale=init_scale, seed=seed)
+    net = TwoLayerNet(
+        d, width, alpha=alpha, init=init, init_scale=init_scale, seed=seed
+    )
     W0, a0 = net.weights()
     run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, snapshot_times=snap_t)
     gaps = pd.DataFrame(
@@ -579,7 +549,9 @@ def phase1_alignment(
     from .flows import gradient_flow
 
     data = synthesis_data(n, d, std=std, seed=seed)
-    unit = TwoLayerNet(d, width, alpha=alpha, init="balanced", scale=1.0, seed=seed)
+    unit = TwoLayerNet(
+        d, width, alpha=alpha, init="balanced", init_scale=1.0, seed=seed
+    )
     W_bar, a_bar = unit.weights()
     sigma = r**3 / (np.sqrt(width) * lyu2021.m_norm(W_bar, a_bar))
     lam0 = lyu2021.lambda0(data.X, data.y, alpha)
@@ -589,7 +561,7 @@ def phase1_alignment(
     out = dict(T1=T1, sigma=sigma, lam0=lam0)
     for key, scale in (("small", sigma), ("large", large_scale)):
         net = TwoLayerNet(
-            d, width, alpha=alpha, init="balanced", scale=scale, seed=seed
+            d, width, alpha=alpha, init="balanced", init_scale=scale, seed=seed
         )
         run = gradient_flow(
             net, data, T1, rtol=1e-7, atol=1e-12, snapshot_times=[0.0, T1]
@@ -666,7 +638,7 @@ def move_point(
         width,
         alpha=alpha,
         init="balanced",
-        scale=init_scale,
+        init_scale=init_scale,
         seed=seed,
         signs=signs,
     )
@@ -710,101 +682,6 @@ def move_point(
     return out
 
 
-# ------------------------------------------------------------ the limits page's figures
-
-
-def _runs(ax, runs, key, color, label, start=2.0, log=True):
-    """One line per run of ``run[key]`` against ``log10 t`` (from ``log10 t >=
-    start``), labelled once."""
-    for i, r in enumerate(runs):
-        late = r["log10_t"] >= start
-        draw = ax.semilogy if log else ax.plot
-        draw(
-            r["log10_t"][late],
-            r[key][late],
-            "-",
-            color=color,
-            lw=1,
-            label=label if i == 0 else None,
-        )
-
-
-def plot_phuong_limit(axes, small, large, init_scale, large_scale, threshold=1e-3):
-    """The limits page's Phuong figure: the worst live neuron's gap per run against
-    the early-phase direction's (left), σ3/σ1 of ``W`` for both inits (right)."""
-    _runs(axes[0], small, "gap", "C0", "small init")
-    for i, r in enumerate(small):
-        axes[0].axhline(
-            r["early_gap"],
-            color="C3",
-            ls="--",
-            lw=0.8,
-            label="early phase $\\hat x_\\pm$" if i == 0 else None,
-        )
-    _runs(axes[1], small, "rank3", "C0", f"init scale {init_scale:g}")
-    _runs(axes[1], large, "rank3", "C1", f"init scale {large_scale:g}")
-    for ax, title, ylabel in (
-        (axes[0], "directions", "$1-\\cos(w_j, w_\\pm)$"),
-        (axes[1], "rank ≤ 2", "$\\sigma_3/\\sigma_1$ of $W$"),
-    ):
-        ax.axhline(threshold, color="k", ls=":", label=f"threshold {threshold:g}")
-        ax.set(xlabel="$\\log_{10} t$", ylabel=ylabel, title=title)
-        ax.legend(loc="center right", fontsize=8)
-
-
-def plot_gd_check(ax, check, lr):
-    """The GF/GD figure: the distance to GD at two steps and the moved-init rival."""
-    t = check["times"][1:]
-    ax.loglog(t, check["dist"][1:], "o-", label=f"GD, $\\eta$ = {lr:g}")
-    ax.loglog(t, check["dist_half"][1:], "s-", label=f"GD, $\\eta$ = {lr / 2:g}")
-    ax.loglog(
-        t, check["rival_dist"][1:], "^--", color="C3", label="flow from a 1% moved init"
-    )
-    ax.set(xlabel="flow time $t$", ylabel="relative distance to GD ($\\eta$)")
-    ax.legend()
-
-
-def plot_lyu_limit(axes, runs, phase1_gap, big_margin, large_sigma, threshold=0.05):
-    """The Lyu figure: the relative sup gap per run against phase I's (left), the
-    normalised margin over the global maximum against the large init's (right)."""
-    from matplotlib.ticker import NullFormatter
-
-    _runs(axes[0], runs, "err", "C0", "learned")
-    _runs(axes[1], runs, "margin", "C0", "learned", log=False)
-    axes[0].axhline(
-        phase1_gap, color="C3", ls="--", label="phase I: $\\bar\\mu$ (best seed)"
-    )
-    axes[0].axhline(threshold, color="k", ls=":", label=f"threshold {threshold:g}")
-    axes[0].set(
-        xlabel="$\\log_{10} t$", ylabel="relative sup gap", title="function (Thm 4.3)"
-    )
-    axes[0].yaxis.set_minor_formatter(NullFormatter())
-    axes[1].axhline(
-        big_margin, color="C1", ls="--", label=f"init scale {large_sigma:g} (best seed)"
-    )
-    axes[1].axhline(0.99, color="k", ls=":", label="threshold 0.99")
-    axes[1].set(
-        xlabel="$\\log_{10} t$", ylabel="margin / global max", title="margin (Thm 4.2)"
-    )
-    for ax in axes:
-        ax.legend(loc="best", fontsize=8)
-
-
-def plot_sarussi_limit(
-    ax, small, large, small_scale, large_scale, c_large, threshold=1e-3
-):
-    """The Sarussi figure: the clustering ratio per run for both inits, the
-    late-phase rate ``c/log10 t`` with the large init's mean ``c`` and the
-    threshold asked at the last time."""
-    _runs(ax, small, "ratio", "C0", f"init scale {small_scale:g}", start=-100)
-    _runs(ax, large, "ratio", "C1", f"init scale {large_scale:g}", start=-100)
-    lt = np.linspace(50, 300, 20)
-    ax.semilogy(lt, c_large / lt, "k--", lw=1, label="$c/\\log_{10} t$, large-init $c$")
-    ax.axhline(threshold, color="k", ls=":", label=f"threshold {threshold:g}")
-    ax.set(xlabel="$\\log_{10} t$", ylabel="$R/\\|\\bar w-\\bar u\\|$")
-    ax.legend(fontsize=8)
-
-
 # ------------------------------------------------ the moves, measured over many draws
 
 
@@ -826,7 +703,7 @@ def leaky_move(
     data = nonsymmetric_data(std=std, seed=seed)
     pair = max_margin_pair(data)
     net = TwoLayerNet(
-        data.d, width, alpha=alpha, init="balanced", scale=init_scale, seed=seed
+        data.d, width, alpha=alpha, init="balanced", init_scale=init_scale, seed=seed
     )
     run = gradient_flow(
         net, data, max(times), rtol=1e-5, atol=1e-8, snapshot_times=[0.0, *times]
@@ -867,12 +744,67 @@ def width2_move(
         2,
         alpha=alpha,
         init="balanced",
-        scale=init_scale,
+        init_scale=init_scale,
         seed=seed,
         signs=np.asarray(signs, float),
     )
     run = gradient_flow(net, data, 1e300, rtol=1e-5, atol=1e-8, n_snapshots=3)
     return lyu2021.limit_error(run.final["W"], run.final["a"], X_eval, target, alpha)
+
+
+def hinted_move(
+    seed: int,
+    hinted: bool,
+    *,
+    alpha: float = 0.5,
+    width: int = 20,
+    init_scale: float = 1e-4,
+    rtol: float = 1e-3,
+    times=(1e100, 1e300),
+) -> dict:
+    """The hint move: :func:`synthesis_data` (draw ``seed``) with or without Lyu et
+    al.'s three hint points (Def. 6.1, H = K = 5, ε = 0.05), leaky ``alpha``, Gaussian
+    init of scale ``init_scale`` (Thm 4.3's σ), gradient flow to ``max(times)``.
+
+    Returns the relative sup gaps (over the data and 200 random points) to Thm 4.3's
+    symmetric-data limit ``(1+α)/4⟨w*, x⟩`` at each of ``times`` (``lyu_1e+100``, …)
+    and to Thm 6.2's hinted limit ``½φ(⟨w*, x⟩)`` at the end (``w*`` of the data
+    without the hints), and what else the hints change: :func:`hypotheses`, the
+    linear margin ``γ_lin`` and ``shrink``, the largest norm of the original points
+    (the hinted set is rescaled to ``‖x‖ ≤ 1``, which for a 2-homogeneous net is an
+    init ``√shrink`` times smaller on a clock ``1/shrink`` times slower).
+
+    The flow on the hinted set is stiff (neurons slide along activation kinks):
+    ``rtol = 1e-3`` reaches ``t = 1e300`` in about 1e4 steps, and agrees with
+    ``rtol = 1e-4`` (about 9e4 steps) to 4 digits on these gaps."""
+    from .flows import gradient_flow
+
+    data = synthesis_data(seed=seed, hinted=hinted)
+    base = slice(0, data.n - 3 if hinted else data.n)
+    w_star = lyu2021.max_margin_separator(data.X[base], data.y[base])
+    rng = np.random.default_rng(seed)
+    X_eval = np.vstack([data.X, rng.standard_normal((200, data.d)) / np.sqrt(data.d)])
+    net = TwoLayerNet(
+        data.d, width, alpha=alpha, init="gaussian", init_scale=init_scale, seed=seed
+    )
+    run = gradient_flow(
+        net, data, max(times), rtol=rtol, atol=1e-8, snapshot_times=[0.0, *times]
+    )
+    linear = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
+    out = {
+        f"lyu_{t:.0e}": lyu2021.limit_error(s["W"], s["a"], X_eval, linear, alpha)
+        for t, s in zip(times, run.snapshots[1:])
+    }
+    W, a = run.final["W"], run.final["a"]
+    hint_limit = lyu2021.hinted_limit_function(X_eval, w_star, alpha)
+    return dict(
+        out,
+        thm62=lyu2021.limit_error(W, a, X_eval, hint_limit, alpha),
+        **hypotheses(data),
+        linear_margin=lyu2021.linear_margin(data.X, data.y),
+        shrink=float(np.linalg.norm(data.X[base], axis=1).max()),
+        steps=int(run.config["steps"]),
+    )
 
 
 # ------------------------------------------------------------ the overlay page
@@ -908,49 +840,200 @@ def support_span_rank(data: Dataset) -> int:
     )
 
 
-def plot_overlay(axes, runs, bigs, init_scale, large_scale, threshold=1e-3):
-    """The overlay figure: the three papers' gaps along each run, small init (top)
-    and large init (bottom)."""
-    labels = {
-        "phuong": "Phuong: max $1-\\cos(w_j, w_\\pm)$",
-        "lyu": "Lyu: rel. sup gap to $\\frac{1+\\alpha}{4}\\langle w^*,x\\rangle$",
-        "sarussi": "Sarussi: $R/\\|\\bar w-\\bar u\\|$ (directions)",
+# -------------------------------------------- the pages' measurements, over the seeds
+
+
+def last(runs, key: str) -> np.ndarray:
+    """Per run, the final value of ``run[key]`` (its last entry if it is a series)."""
+    return np.array([np.ravel(r[key])[-1] for r in runs], dtype=float)
+
+
+def phuong_limits(seeds, init_scale: float, large_scale: float, **kw) -> dict:
+    """The limits page's Phuong & Lampert runs (:func:`phuong_limit_run`) from the
+    small and the large init, each seed's final values (``gap``, ``rank3``, ``f_dist``;
+    ``big_*`` from the large init; the early-phase rivals ``early_gap``,
+    ``f_dist_early``) and the numbers the prose quotes (``quotes``: the worst seed on
+    the side each claim is judged, the best of each rival)."""
+    small = [phuong_limit_run(s, init_scale, **kw) for s in seeds]
+    large = [phuong_limit_run(s, large_scale, n_snapshots=20, **kw) for s in seeds]
+    out = dict(small=small, large=large)
+    for key in ("gap", "rank3", "f_dist", "early_gap", "f_dist_early", "stable"):
+        out[key] = last(small, key)
+    for key in ("gap", "rank3", "f_dist", "stable"):
+        out[f"big_{key}"] = last(large, key)
+    out["quotes"] = dict(
+        phuong_gap=out["gap"].max(),
+        phuong_early_gap=out["early_gap"].min(),
+        phuong_rank3=out["rank3"].max(),
+        phuong_big_rank3=out["big_rank3"].min(),
+        phuong_big_gap=out["big_gap"].min(),
+        phuong_steps=last(small, "steps").max(),
+        phuong_wall=last(small, "wall").max(),
+        phuong_stable=out["stable"].max(),
+        phuong_big_stable=out["big_stable"].max(),
+        phuong_f_dist=out["f_dist"].max(),
+        phuong_f_dist_early=out["f_dist_early"].min(),
+        phuong_big_f_dist=out["big_f_dist"].max(),
+    )
+    return out
+
+
+def gd_checks(seeds, init_scale: float, *, lr: float, time: float) -> dict:
+    """:func:`gd_check` on each seed's :func:`synthesis_data` (width 20, balanced
+    init): the first-order test ``|ratio − ½|`` (``order``) and the moved-init
+    rival's (``rival_order``), with the prose's quotes."""
+    checks = []
+    for s in seeds:
+        ds = synthesis_data(seed=s)
+        net = TwoLayerNet(ds.d, 20, init="balanced", init_scale=init_scale, seed=s)
+        checks.append(gd_check(net, ds, lr=lr, time=time, seed=s))
+    ratio, rival = last(checks, "ratio"), last(checks, "rival_ratio")
+    return dict(
+        checks=checks,
+        order=np.abs(ratio - 0.5),
+        rival_order=np.abs(rival - 0.5),
+        quotes=dict(
+            gd_dist=max(c["dist"].max() for c in checks),
+            gd_ratio_lo=ratio.min(),
+            gd_ratio_hi=ratio.max(),
+            gd_rival_lo=rival.min(),
+        ),
+    )
+
+
+def lyu_limits(
+    seeds, init_scale: float, large_scale: float, n_draws: int = 20, **kw
+) -> dict:
+    """The limits page's Lyu et al. runs (:func:`lyu_limit_run`): ``n_draws`` draws
+    from the first seed (Thm 4.3's probability is over the initialisation) with
+    each draw's final gap ``err``, margin ratio ``margin_all``, phase I's rival
+    ``err_phase1`` (``phase1_best``: the best of the first ``len(seeds)``) and
+    ``good_embedding``; the first ``len(seeds)`` draws (``runs``, the figure) also
+    from the large init, whose final margin ratio is ``big_margin``; with quotes."""
+    first = seeds[0]
+    small = [lyu_limit_run(first + i, init_scale, **kw) for i in range(n_draws)]
+    large = [lyu_limit_run(s, large_scale, n_snapshots=3, **kw) for s in seeds]
+    runs = small[: len(seeds)]
+    err, phase1 = last(small, "err"), last(small, "err_phase1")
+    margin, big_margin = last(runs, "margin"), last(large, "margin")
+    at_1e8 = [float(np.interp(8, r["log10_t"], r["err"])) for r in runs]
+    return dict(
+        runs=runs,
+        err=err,
+        err_phase1=phase1,
+        phase1_best=phase1[: len(seeds)].min(),
+        good_embedding=last(small, "good_embedding").astype(bool),
+        margin_all=last(small, "margin"),
+        big_margin=big_margin,
+        quotes=dict(
+            lyu_err=err[: len(seeds)].max(),
+            lyu_err_8=max(at_1e8),
+            lyu_err_phase1=phase1[: len(seeds)].min(),
+            lyu_margin_ratio=margin.min(),
+            lyu_big_margin_ratio=big_margin.max(),
+            lyu_big_margin_lo=big_margin.min(),
+        ),
+    )
+
+
+def sarussi_limits(
+    seeds, init_scale: float, large_scale: float, threshold: float, **kw
+) -> dict:
+    """The limits page's Sarussi et al. runs (:func:`sarussi_limit_run`) from the
+    small and the large init: the constant ``c = ratio × log10 t`` of the ``1/log t``
+    decay at the last time (``c_small``, ``c_big``), and ``c_threshold``, the
+    constant of a ratio at ``threshold`` at ``t_max``; with quotes."""
+    small = [sarussi_limit_run(s, init_scale, **kw) for s in seeds]
+    large = [sarussi_limit_run(s, large_scale, **kw) for s in seeds]
+    c_small, c_big = (last(r, "ratio") * last(r, "log10_t") for r in (small, large))
+    c_threshold = threshold * float(np.log10(kw.get("t_max", 1e300)))
+    return dict(
+        small=small,
+        large=large,
+        c_small=c_small,
+        c_big=c_big,
+        c_threshold=c_threshold,
+        quotes=dict(
+            sar_ratio=last(small, "ratio").max(),
+            sar_big_ratio=last(large, "ratio").min(),
+            sar_c=c_small.max(),
+            sar_big_c_lo=c_big.min(),
+            sar_big_c_hi=c_big.max(),
+            sar_big_nar=last(large, "nar").min(),
+            sar_c_threshold=c_threshold,
+        ),
+    )
+
+
+def overlay_limits(seeds, init_scale: float, large_scale: float, **kw) -> dict:
+    """The overlay page's flows (:func:`overlay_run`) from the small and the large
+    init: each gap at the end (``end``, ``big_end``: phuong, lyu, sarussi), the data
+    hypotheses per draw (``hyp``), the overlap of the limits (``mirror``: the largest
+    :func:`mirror_gap`; ``mass``: the largest ``|log`` :func:`group_mass_ratio` ``|``
+    at the end) and the support examples' rank per draw (``span_rank``); with
+    quotes."""
+    runs = [overlay_run(s, init_scale, **kw) for s in seeds]
+    bigs = [overlay_run(s, large_scale, **kw) for s in seeds]
+    keys = ("phuong", "lyu", "sarussi")
+    end, big_end = (
+        {k: np.array([o["gaps"].iloc[-1][k] for o in rs]) for k in keys}
+        for rs in (runs, bigs)
+    )
+    hyp = {
+        k: np.array([hypotheses(o["data"])[k] for o in runs])
+        for k in ("orthogonal", "symmetric", "mu")
     }
-    for ax, rs, scale in ((axes[0], runs, init_scale), (axes[1], bigs, large_scale)):
-        for i, o in enumerate(rs):
-            late = o["gaps"][o["gaps"].log10_t >= 0]
-            for j, (key, label) in enumerate(labels.items()):
-                ax.semilogy(
-                    late.log10_t,
-                    late[key],
-                    color=f"C{j}",
-                    lw=1,
-                    label=label if i == 0 else None,
-                )
-        ax.axhline(threshold, color="k", ls=":", lw=1)
-        ax.set(ylabel="gap to the limit", title=f"init scale {scale:g}", ylim=(1e-6, 3))
-    axes[1].set(xlabel="$\\log_{10} t$")
-    axes[0].legend(loc="lower left", fontsize=8)
+    finals = [o["run"].final for o in runs]
+    masses = np.array([group_mass_ratio(f["W"], f["a"]) for f in finals])
+    out = dict(
+        runs=runs,
+        bigs=bigs,
+        end=end,
+        big_end=big_end,
+        hyp=hyp,
+        mirror=max(mirror_gap(o["data"]) for o in runs),
+        span_rank=np.array([support_span_rank(o["data"]) for o in runs]),
+        mass=float(np.abs(np.log(masses)).max()),
+    )
+    out["quotes"] = dict(
+        **{f"main_{k}": end[k].max() for k in keys},
+        **{f"big_{k}": big_end[k].min() for k in keys},
+        main_mu=hyp["mu"].min(),
+        mirror=out["mirror"],
+        span_rank=int(out["span_rank"].max()),
+        mass_ratio=out["mass"],
+    )
+    return out
 
 
-def plot_min_overlay(axes, runs, bigs, init_scale, large_scale):
-    """Min et al. on the overlay runs: the fraction in own cone or dead (left) and the
-    stable rank (right) against ``log10 t``, with the first draw's ``log n/√μ``."""
-    for rs, color, scale in ((runs, "C0", init_scale), (bigs, "C1", large_scale)):
-        for i, o in enumerate(rs):
-            lt = np.log10(np.maximum(o["run"].times, 1e-1))
-            lab = f"scale {scale:g}" if i == 0 else None
-            axes[0].plot(lt, o["early"]["in_cones"], "-", color=color, lw=1, label=lab)
-            axes[1].plot(lt, o["ranks"], "-", color=color, lw=1, label=lab)
-    check = np.log10(runs[0]["t_scale"])
-    for ax, ylabel, title in (
-        (axes[0], "in own cone or dead", "Min Thm 1 (i): alignment"),
-        (axes[1], "stable rank", "Min Thm 1: stable rank"),
-    ):
-        ax.axvline(
-            check, color="k", ls=":", lw=1, label="$\\log n/\\sqrt{\\mu}$ (first seed)"
-        )
-        ax.set(ylabel=ylabel, title=title, xlim=(-1, 4), xlabel="$\\log_{10} t$")
-    axes[1].axhline(2, color="C3", ls="--", lw=1, label="bound 2")
-    for ax in axes:
-        ax.legend(loc="best", fontsize=8)
+def overlay_early(runs, bigs, seeds, r: float, large_scale: float, **kw) -> dict:
+    """The early phase on the overlay's flows: Min et al.'s aligned fraction at paper
+    time ``log n/√μ`` (``aligned``, ``big_aligned``), own-cone exits after ``t1``
+    (``exits``, both inits), the stable rank's limsup and initial value, whether
+    every output sign was kept (``signs_kept``), and Lyu et al.'s Lemma 5.2 at
+    ``T1(r)`` (:func:`phase1_alignment`, ``kw`` its data and net: ``mu_cos``,
+    ``big_mu_cos``); with quotes (times in Min's paper time)."""
+    n = runs[0]["data"].n
+    phase1 = [phase1_alignment(s, r, large_scale, **kw) for s in seeds]
+    out = dict(
+        aligned=last(runs, "aligned_at_scale"),
+        big_aligned=last(bigs, "aligned_at_scale"),
+        exits=int(sum(o["exits"] for o in runs + bigs)),
+        signs_kept=all(o["signs_kept"] for o in runs + bigs),
+        mu_cos=last(phase1, "small"),
+        big_mu_cos=last(phase1, "large"),
+    )
+    out["quotes"] = dict(
+        t1_max=max(min2024.paper_time(o["t1"], "mean", n) for o in runs),
+        t1_scale_min=min(min2024.paper_time(o["t_scale"], "mean", n) for o in runs),
+        aligned=out["aligned"].min(),
+        big_aligned=out["big_aligned"].max(),
+        exits=out["exits"],
+        limsup=last(runs, "rank_limsup").max(),
+        big_limsup=last(bigs, "rank_limsup").max(),
+        rank_init=last(runs, "rank_init").min(),
+        mu_cos=out["mu_cos"].min(),
+        big_mu_cos=out["big_mu_cos"].max(),
+        T1=float(np.median(last(phase1, "T1"))),
+    )
+    return out

@@ -1,0 +1,200 @@
+"""Unit tests of what the synthesis pages read: the per-seed tables and quotes of
+twolayer.synthesis, the move summaries of twolayer.regimes, and the figures."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from twolayer import regimes, synthesis
+from twolayer.figures import synthesis as figures
+
+
+def test_last_takes_the_final_entry_of_series_and_scalars():
+    runs = [dict(g=np.array([3.0, 2.0, 1.0]), s=4.0), dict(g=[5.0, 0.5], s=2.0)]
+    assert synthesis.last(runs, "g").tolist() == [1.0, 0.5]
+    assert synthesis.last(runs, "s").tolist() == [4.0, 2.0]
+
+
+def _fake_phuong(seed, init_scale, **kw):
+    k = seed + (10 if init_scale > 0.1 else 0)
+    return dict(
+        gap=np.array([1.0, 1e-3 * (k + 1)]),
+        rank3=np.array([1.0, 1e-4 * (k + 1)]),
+        f_dist=0.01 * k,
+        early_gap=0.1 + 0.01 * seed,
+        f_dist_early=0.2 + 0.01 * seed,
+        stable=1.0 + 0.1 * k,
+        steps=100 + k,
+        wall=0.5 * k,
+    )
+
+
+def test_phuong_limits_quotes_the_worst_seed_and_the_best_rival(monkeypatch):
+    monkeypatch.setattr(synthesis, "phuong_limit_run", _fake_phuong)
+    P = synthesis.phuong_limits(range(3), 1e-3, 1.0)
+    assert P["gap"].tolist() == pytest.approx([1e-3, 2e-3, 3e-3])
+    assert P["big_gap"].tolist() == pytest.approx([11e-3, 12e-3, 13e-3])
+    q = P["quotes"]
+    assert q["phuong_gap"] == pytest.approx(3e-3)  # worst small-init seed
+    assert q["phuong_big_gap"] == pytest.approx(11e-3)  # best large-init seed
+    assert q["phuong_early_gap"] == pytest.approx(0.1)
+    assert q["phuong_steps"] == 102 and q["phuong_big_stable"] == pytest.approx(2.2)
+
+
+def test_sarussi_limits_constant_is_ratio_times_log10_t(monkeypatch):
+    def fake(seed, init_scale, **kw):
+        ratio = 1e-5 if init_scale < 0.1 else 1e-2
+        return dict(
+            ratio=np.array([1.0, ratio * (seed + 1)]),
+            log10_t=np.array([0.0, 300.0]),
+            nar=0.9,
+        )
+
+    monkeypatch.setattr(synthesis, "sarussi_limit_run", fake)
+    S = synthesis.sarussi_limits(range(2), 1e-3, 1.0, 1e-3, t_max=1e300)
+    assert S["c_small"].tolist() == pytest.approx([3e-3, 6e-3])
+    assert S["c_big"].tolist() == pytest.approx([3.0, 6.0])
+    assert S["c_threshold"] == pytest.approx(0.3)
+    assert S["quotes"]["sar_big_c_lo"] == pytest.approx(3.0)
+
+
+def test_lyu_limits_counts_draws_from_the_first_seed(monkeypatch):
+    seen = []
+
+    def fake(seed, init_scale, n_snapshots=60, **kw):
+        seen.append((seed, init_scale))
+        err = 0.2 if seed == 7 else 0.01 * (seed + 1)
+        return dict(
+            log10_t=np.array([0.0, 300.0]),
+            err=np.array([1.0, err]),
+            err_phase1=0.5 - 0.01 * seed,
+            margin=np.array([0.5, 0.9 if seed == 7 else 1.0]),
+            good_embedding=True,
+        )
+
+    monkeypatch.setattr(synthesis, "lyu_limit_run", fake)
+    L = synthesis.lyu_limits(range(5, 10), 1e-4, 3.0, n_draws=20)
+    assert [s for s, sc in seen if sc == 1e-4] == list(range(5, 25))
+    assert [s for s, sc in seen if sc == 3.0] == list(range(5, 10))
+    assert len(L["err"]) == 20 and len(L["runs"]) == 5
+    assert L["phase1_best"] == pytest.approx(0.5 - 0.09)  # the best of draws 5-9
+    assert L["quotes"]["lyu_err"] == pytest.approx(0.2)  # draw 7 is among the first
+    assert L["margin_all"][2] == pytest.approx(0.9)
+
+
+def test_failure_bounds_are_the_theorems():
+    assert regimes.lyu_failure(2) == 0.5 and regimes.lyu_failure(6) == 1 / 32
+    assert regimes.phuong_failure(2) == 0.25 and regimes.phuong_failure(6) == 1 / 64
+
+
+def test_theorems_carry_the_page_thresholds():
+    t = regimes.theorems(phuong=1e-3, lyu=0.05)
+    assert t["phuong"][2] == 1e-3 and t["lyu"][2] == 0.05
+    assert t["sarussi"][2] == regimes.THRESHOLDS["sarussi"]
+    assert t["min_aligned"][3] == ">=" and t["stable_rank"][2] == 2.0
+
+
+def _moves():
+    rows = []
+    for s in range(4):
+        rows.append(dict(kind="alpha", value=0.0, seed=s, error=""))
+        rows[-1].update({"gap_1e+100": 1e-2, "gap_1e+300": 1e-2 / 3})
+        rows.append(dict(kind="alpha", value=0.5, seed=s, error=""))
+        rows[-1].update({"gap_1e+100": 1e-1, "gap_1e+300": 1e-1})
+        for v, gap in ((-1.0, 1e-3), (1.0, 0.3)):
+            rows.append(dict(kind="width2", value=v, seed=s, error="", lyu=gap))
+        for v, mu in ((0.3, 0.5), (1.3, -0.2 - 0.1 * s)):
+            rows.append(
+                dict(kind="mu", value=v, seed=s, error="", mu=mu, phuong=1e-4 * (s + 1))
+            )
+        rows.append(
+            dict(kind="mu_large", value=1.3, seed=s, error="", mu=-0.3, phuong=0.5)
+        )
+    rows.append(dict(kind="mu", value=1.3, seed=9, error="DivergenceError: x"))
+    frame = pd.DataFrame(rows)
+    frame["t1"], frame["t_scale"] = 0.2, 3.0
+    return frame
+
+
+def test_alpha_drops_are_log10_ratios_per_slope():
+    d = regimes.alpha_drops(_moves())
+    assert d[0.0] == pytest.approx([-np.log10(3)] * 4) and d[0.5] == pytest.approx(
+        [0] * 4
+    )
+
+
+def test_width2_gaps_split_by_forced_sign():
+    mixed, same = regimes.width2_gaps(_moves())
+    assert mixed.tolist() == [1e-3] * 4 and same.tolist() == [0.3] * 4
+
+
+def test_mu_move_counts_negative_mu_and_leaves_stopped_points_out():
+    m = regimes.mu_move(_moves(), threshold=2.5e-4)
+    q = m["quotes"]
+    assert q["mu_stopped"] == 1 and q["n_neg"] == 4 and q["n_draws"] == 4
+    assert m["neg_pass"].tolist() == [True, True, False, False]
+    assert q["mu_neg_pass"] == 0.5 and q["mu_large_pass"] == 0.0
+    assert q["mu_lo"] == pytest.approx(-0.5) and q["large_std"] == 1.3
+
+
+def _hints():
+    rows = []
+    for s in range(4):
+        for kind, gap in (("hinted", 0.1 + 0.01 * s), ("symmetric", 0.01 * (s + 1))):
+            rows.append(
+                {
+                    "kind": kind,
+                    "seed": s,
+                    "lyu_1e+100": 2 * gap,
+                    "lyu_1e+300": gap,
+                    "thm62": 0.3,
+                    "mu": -1.0 if kind == "hinted" else 0.5,
+                    "orthogonal": float(kind == "symmetric"),
+                    "linear_margin": 0.01 if kind == "hinted" else 0.5,
+                    "shrink": 0.2 if kind == "hinted" else 1.0,
+                    "steps": 1000 * (s + 1),
+                }
+            )
+    rows.append(dict(rows[0], kind="hinted_fine", **{"lyu_1e+300": 0.1 + 1e-5}))
+    return pd.DataFrame(rows)
+
+
+def test_hinted_move_quotes_and_the_tolerance_check():
+    h = regimes.hinted_move(_hints())
+    q = h["quotes"]
+    assert q["h_draws"] == 4 and q["h_gap_lo"] == pytest.approx(0.1)
+    assert q["h_sym_hi"] == pytest.approx(0.04) and q["h_orthogonal"] == 0
+    assert q["h_steps"] == 4000 and q["h_fine_draws"] == 1
+    assert q["h_fine_diff"] == pytest.approx(1e-5)
+    assert h["symmetric"].index.tolist() == [0, 1, 2, 3]
+
+
+def test_hinted_move_measures_what_the_hints_change():
+    sym = synthesis.hinted_move(0, False, times=(1.0, 10.0))
+    hinted = synthesis.hinted_move(0, True, times=(1.0, 10.0))
+    assert sym["symmetric"] == 1.0 and hinted["symmetric"] == 0.0
+    assert sym["shrink"] == pytest.approx(1.0) and hinted["shrink"] < 1.0
+    assert hinted["linear_margin"] < sym["linear_margin"]
+    assert set(sym) >= {"lyu_1e+00", "lyu_1e+01", "thm62", "mu", "steps"}
+    with pytest.raises(ValueError, match="kind must be one of"):
+        regimes.hinted_draws_point("nope", 0)
+
+
+def test_load_grids_refuses_failed_points_where_none_may_stop(monkeypatch):
+    frame = pd.DataFrame(dict(error=["", "x"], commit="c", code_key="k"))
+    monkeypatch.setattr(regimes, "load", lambda name: (frame, False))
+    grids, prov = regimes.load_grids(["moves_draws"])
+    assert prov.loc["moves_draws", "rows"] == 2
+    with pytest.raises(ValueError, match="failed points"):
+        regimes.load_grids(["lyu"])
+
+
+def test_move_figures_draw_one_marker_per_draw():
+    m = _moves()
+    fig = figures.alpha_move(regimes.alpha_drops(m), -0.24)
+    assert sum(len(line.get_xdata()) for line in fig.axes[0].lines[:2]) == 8
+    h = regimes.hinted_move(_hints())
+    fig = figures.hinted_move(h["symmetric"], h["hinted"], 0.05)
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()][1] == "hints: linear"
+    mixed, same = regimes.width2_gaps(m)
+    assert len(figures.width2_move(mixed, same, 0.05).axes) == 1
