@@ -20,15 +20,14 @@ book: $(STAMP)
 	$(BIN)/twolayer build --jobs $(JOBS)
 
 ## make test: unit tests, every notebook under nbval, the book, the slow tests, the
-## browser check; three stages, each keeping both cores busy:
+## browser check; two stages, each keeping both cores busy:
 ##   1. unit tests | nbval of every notebook | the variant pages (nbval does not run them)
-##   2. the book (every page is in the cache by then: nbval's executions, see
-##      pipeline/nbval_entries.py, and the variants; it renders) | the slow tests
-##   3. the browser check of the site
+##   2. the slow tests | the book, then the browser check of the site (every page is
+##      in the cache by then: nbval's executions, see pipeline/nbval_entries.py, and
+##      the variants; the book only renders)
 test: $(STAMP)
 	$(MAKE) --no-print-directory -Oline -j 3 unit notebooks variants
-	$(MAKE) --no-print-directory -Oline -j 2 book slow
-	$(MAKE) --no-print-directory browser
+	$(MAKE) --no-print-directory -Oline -j 2 slow browser
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -m "not slow and not browser" -q
@@ -50,8 +49,8 @@ slow: $(STAMP)
 
 site: book slow
 
-## make browser (after make book): every page of _build/html in headless Chromium
-browser: $(STAMP)
+## make browser: the book, then every page of _build/html in headless Chromium
+browser: book
 	$(BIN)/python -m pytest tests -m "browser" -q
 
 ## make bench: timings of the build (clean, no-change) and per notebook
