@@ -547,3 +547,111 @@ def test_regime_history_rows_by_hand():
     # R of the second snapshot: both clusters have half-distance ‖(0, 0.25)‖
     assert rows[1]["radius"] == pytest.approx(0.25)
     assert rows[1]["accuracy"] == 1.0
+
+
+# ----------------------------------------------------------------- page summaries
+
+
+def _row(step, **kw):
+    base = dict(step=step, ratio=0.1, radius=1.0, angle_w=1.0, angle_u=2.0, par=0.0,
+                par_w=0.0, par_u=0.0, in_nar=False, in_par=False, disagree_w=0,
+                disagree_u=0, accuracy=1.0)  # fmt: skip
+    return {**base, **kw}
+
+
+def test_outlier_cosines_by_hand():
+    W = np.array([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]])
+    np.testing.assert_allclose(
+        s.outlier_cosines(W, [0.0, 5.0]), [0.0, 1.0, np.sqrt(0.5)], atol=1e-15
+    )
+    with pytest.raises(ValueError, match="vector of length 2"):
+        s.outlier_cosines(W, [1.0, 2.0, 3.0])
+
+
+def test_agreement_run_counts_by_hand():
+    W0 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [-1.0, 0.0]])  # k = 2
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]])
+    hist = [
+        _row(0, disagree_w=7, disagree_u=9, accuracy=0.5),
+        _row(1, in_nar=True, accuracy=0.9),  # NAR, not fitted
+        _row(2, in_nar=True),  # NAR, not PAR, fitted: counts
+        _row(3, in_nar=True, in_par=True),  # the PAR: does not count
+        _row(4, disagree_w=1, par_w=0.5),
+    ]
+    out = s.agreement_run(hist, W0, W1, [0.0, 1.0])
+    assert out["nar_snaps"] == 3 and out["nar_not_par_snaps"] == 1
+    assert out["split_w_min"] == 0 and out["disagree_init"] == 9
+    assert out["disagree"] == 1 and out["w_off_par"] == 1
+    assert out["in_nar"] is False and out["in_par"] is False
+    assert out["cos_u_init"] == pytest.approx(np.sqrt(0.5))
+    assert out["cos_u"] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="two snapshots"):
+        s.agreement_run(hist[:1], W0, W1, [0.0, 1.0])
+
+
+def test_par_run_entry_drift_and_never():
+    hist = [_row(0.0, par=0.2, ratio=0.9, angle_u=90.0, radius=2.0),
+            _row(1.0, in_par=True, par=1.0, radius=3.0),
+            _row(10.0, in_par=True, par=1.0, radius=3.3, ratio=0.01)]  # fmt: skip
+    out = s.par_run(hist)
+    assert out["entry"] == 1 and out["par_entry"] == 1.0
+    assert out["par_init"] == 0.2 and out["par_end"] == 1.0
+    assert out["ratio_init"] == 0.9 and out["ratio_end"] == 0.01
+    assert out["angle_init"] == 90.0 and out["angle_end"] == 2.0
+    assert out["radius_drift"] == pytest.approx(0.1)
+    never = s.par_run([_row(0.0), _row(1.0)])
+    assert never["par_entry"] == np.inf and never["entry"] == 1
+
+
+def test_log_log_slope_and_runs_at():
+    import pandas as pd
+
+    k = np.array([1, 4, 16, 64])
+    assert s.log_log_slope(k, 40.0 / k) == pytest.approx(-1.0)
+    assert s.log_log_slope(k, np.full(4, 3.0)) == pytest.approx(0.0, abs=1e-12)
+    with pytest.raises(ValueError, match="positive"):
+        s.log_log_slope(k, np.zeros(4))
+    t = pd.DataFrame(dict(alpha=[0.1, 0.1, 0.0], init_scale=[1.0, 2.0, 1.0],
+                          mode=["η", "η", "η"], v=[1, 2, 3]))  # fmt: skip
+    assert s.runs_at(t, 0.1, 1.0, "η").v.tolist() == [1]
+
+
+def test_run_horizons_reads_each_horizon():
+    import pandas as pd
+
+    n = 4
+    run = pd.DataFrame(dict(t=[0.0, 1.0, 2.0, 3.0], acc=[0.5, 0.9, 1.0, 1.0],
+                            loss=[0.7, 0.5, 0.1, 0.1], n=n,
+                            outside=[1.0, 0.02, 0.3, 0.4],
+                            outside_test=[1.0, 0.05, 0.2, 0.6]))  # fmt: skip
+    for col in s.HORIZON_COLUMNS[2:]:
+        run[col] = run.t * 10
+    out = s.run_horizons(run, t_mid=2.5)
+    assert out["t_fit"] == 2.0 and out["t_ll"] == 2.0  # 0.1 < log 2 / 4
+    assert out["entered"] == 0.02 and out["entered_test"] == 0.05
+    assert out["outside@fit"] == 0.3 and out["outside@mid"] == 0.4
+    assert out["R@mid"] == 30.0
+    never = s.run_horizons(run.assign(acc=0.5), t_mid=9.0)  # read at the end
+    assert never["t_fit"] == np.inf and never["entered"] == 0.02
+    assert never["outside@fit"] == 0.4
+
+
+def test_boundary_record_residual_and_par_angles():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, (400, 2))
+    P = np.tile([1.0, 0.5], (3, 1))
+    Q = np.tile([-1.0, -0.5], (3, 1))
+    rec = s.boundary_record(P, Q, X, 0.2)
+    assert rec["departure"] == 0.0 and rec["outside"] == 0.0 and rec["ratio"] == 0.0
+    assert s.linear_fit_residual(X, X @ [2.0, -1.0]) < 1e-12
+    relu = np.maximum(X[:, 0], 0)  # |relu − fit| by an independent lstsq
+    beta = np.linalg.solve(X.T @ X, X.T @ relu)
+    want = np.linalg.norm(relu - X @ beta) / np.linalg.norm(relu)
+    assert s.linear_fit_residual(X, relu) == pytest.approx(want)
+    W = np.vstack([P, Q])
+    ang = s.par_angles(W, [1.0, 0.5], [0.0, -1.0])
+    assert ang["w"] == pytest.approx(0.0, abs=1e-5)  # arccos near 1
+    assert ang["u"] == pytest.approx(np.degrees(np.arccos(0.5 / np.sqrt(1.25))))
+    assert ang["boundary"] == pytest.approx(
+        np.degrees(np.arccos(np.dot([2, 1], [1, 1.5]) / np.sqrt(5 * 3.25)))
+    )

@@ -930,3 +930,178 @@ def regime_history(weights, clock, X, y, alpha: float, margin: float = 0.0) -> l
             )
         )
     return rows
+
+
+# ----------------------------------------------------------------- App. J: Fig 9
+
+
+def outlier_cosines(W, x) -> np.ndarray:
+    """``|cos(w_i, x)|`` for every row ``w_i`` of ``W``: 0 when the neuron sits on
+    its kink at ``x`` (App. J, Fig 9: the u-neurons' approach to the outlier)."""
+    W = as_matrix(W, "W")
+    x = np.asarray(to_numpy(x), dtype=float).ravel()
+    if x.shape != (W.shape[1],):
+        raise ValueError(f"x must be a vector of length {W.shape[1]}, got {x.shape}")
+    return np.abs(W @ x) / (np.linalg.norm(W, axis=1) * np.linalg.norm(x))
+
+
+def agreement_run(history, W_first, W_last, outlier) -> dict:
+    """One GD run of App. J (Fig 9) summarised from its :func:`regime_history`
+    rows (votes at the history's margin): ``nar_snaps``, the snapshots after the
+    first in an NAR (Def. 6.2); ``nar_not_par_snaps``, those in an NAR, not in
+    the PAR (Def. 6.3), at 100% training accuracy (Fig 9's state);
+    ``split_w_min``, the smallest same-type disagreement of the w-neurons after
+    the first snapshot (≥ 1: they never all agree); at the first and last
+    snapshot the largest same-type disagreement ``disagree_init`` /
+    ``disagree``; at the last, ``w_off_par`` (w-neurons not in the PAR, Fig 9d),
+    ``in_nar``, ``in_par``; and the largest ``|cos(u_i, x_o)|`` at the first and
+    last snapshot (``cos_u_init``, ``cos_u``: :func:`outlier_cosines`)."""
+    rows = list(history)
+    if len(rows) < 2:
+        raise ValueError(f"history needs at least two snapshots, got {len(rows)}")
+    later = rows[1:]
+    k = len(split_neurons(W_last)[0])
+
+    def worst(r):
+        return int(max(r["disagree_w"], r["disagree_u"]))
+
+    return dict(
+        nar_snaps=sum(bool(r["in_nar"]) for r in later),
+        nar_not_par_snaps=sum(
+            bool(r["in_nar"]) and not r["in_par"] and r["accuracy"] == 1.0
+            for r in later
+        ),
+        split_w_min=min(int(r["disagree_w"]) for r in later),
+        disagree_init=worst(rows[0]),
+        disagree=worst(rows[-1]),
+        w_off_par=int(round(k * (1.0 - rows[-1]["par_w"]))),
+        in_nar=bool(rows[-1]["in_nar"]),
+        in_par=bool(rows[-1]["in_par"]),
+        cos_u_init=float(outlier_cosines(split_neurons(W_first)[1], outlier).max()),
+        cos_u=float(outlier_cosines(split_neurons(W_last)[1], outlier).max()),
+    )
+
+
+def par_run(history) -> dict:
+    """One flow of Figs 7–8 summarised from its :func:`regime_history` rows:
+    the PAR entrance ``par_entry`` (clock of the first snapshot in the PAR,
+    ``inf`` if never) and its row ``entry`` (the last row if never); the PAR
+    fraction, clustering ratio and largest within-cluster angle at the first and
+    last snapshot (``*_init``, ``*_end``); and ``radius_drift``, the relative
+    range of ``R`` from the entrance on (0 in the PAR: Thm 6.1's proof, all
+    neurons of a type get the same gradient)."""
+    rows = list(history)
+    if not rows:
+        raise ValueError("history needs at least one snapshot")
+    inside = [bool(r["in_par"]) for r in rows]
+    entry = inside.index(True) if any(inside) else len(rows) - 1
+    radius = np.array([r["radius"] for r in rows[entry:]], dtype=float)
+
+    def angle(r):
+        return float(max(r["angle_w"], r["angle_u"]))
+
+    return dict(
+        entry=entry,
+        par_entry=float(rows[entry]["step"]) if any(inside) else float("inf"),
+        par_init=float(rows[0]["par"]),
+        par_end=float(rows[-1]["par"]),
+        ratio_init=float(rows[0]["ratio"]),
+        ratio_end=float(rows[-1]["ratio"]),
+        angle_init=angle(rows[0]),
+        angle_end=angle(rows[-1]),
+        radius_drift=float(np.ptp(radius) / radius[0]),
+    )
+
+
+# ----------------------------------------------------------------- Thm 4.1: the grid
+
+
+def runs_at(table, alpha: float, init_scale: float, mode: str):
+    """The rows of a Thm 4.1 run table (columns ``alpha``, ``init_scale``,
+    ``mode``) at one leaky slope, init scale and step mode (``"η"``, ``"η/k"``)."""
+    sel = (table.alpha == alpha) & (table.init_scale == init_scale)
+    return table[sel & (table["mode"] == mode)]
+
+
+def log_log_slope(x, y) -> float:
+    """The least-squares slope of ``log y`` against ``log x`` (eq. 20's width
+    dependence: −1 for a count ∝ 1/k, 0 for a k-independent one)."""
+    x = np.asarray(to_numpy(x), dtype=float).ravel()
+    y = np.asarray(to_numpy(y), dtype=float).ravel()
+    if x.shape != y.shape or x.size < 2 or (x <= 0).any() or (y <= 0).any():
+        raise ValueError(
+            f"x and y must be positive, of equal length >= 2: {x.shape}, {y.shape}"
+        )
+    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+
+
+# ----------------------------------------------------------------- Thm 5.1: horizons
+
+
+HORIZON_COLUMNS = ("outside", "outside_test", "R", "spread", "ratio", "off_line",
+                   "disagree", "angle")  # fmt: skip
+
+
+def run_horizons(run, t_mid: float) -> dict:
+    """The stated horizons of one MNIST run (``run``: :func:`run_rows` of one
+    network as a DataFrame): ``t_fit`` (first 100% training accuracy) and
+    ``t_ll`` (first loss below ``log 2 / n``, Lyu & Li's late phase), ``inf``
+    if not reached; ``entered`` / ``entered_test``, the smallest fraction
+    outside the regime over ``t ≤ min(t_fit, end)`` (App. D.2's "at some
+    point"); and every :data:`HORIZON_COLUMNS` value at ``fit``, ``ll`` and
+    ``mid`` (``t_mid``), each read at the horizon or at the run's end if it
+    comes first."""
+    t = run.t.to_numpy()
+    t_fit = first_time(t, run.acc.to_numpy() == 1.0)
+    t_ll = first_time(t, run.loss.to_numpy() < np.log(2) / run.n.iloc[0])
+    stop = min(t_fit, t[-1])
+    out = dict(
+        t_fit=t_fit,
+        t_ll=t_ll,
+        entered=lowest_until(t, run.outside, stop),
+        entered_test=lowest_until(t, run.outside_test, stop),
+    )
+    for name, when in (("fit", t_fit), ("ll", t_ll), ("mid", t_mid)):
+        for col in HORIZON_COLUMNS:
+            out[f"{col}@{name}"] = value_at(t, run[col], min(when, t[-1]))
+    return out
+
+
+# ----------------------------------------------------------------- Figs 1, 3, 4
+
+
+def boundary_record(W_pos, W_neg, grid, alpha: float) -> dict:
+    """Fig 1 on a grid of the data's support: the fraction ``departure`` off
+    the best line through the origin (:func:`departure_from_best_line`), the
+    fraction ``outside`` Thm 5.1's linear regime, the clustering ``ratio``."""
+    P, Q = _pair(W_pos, W_neg)
+    return dict(
+        departure=departure_from_best_line(P, Q, grid, alpha),
+        outside=float(1 - linear_regime(P, Q, grid).mean()),
+        ratio=clustering_ratio(P, Q),
+    )
+
+
+def linear_fit_residual(X, values) -> float:
+    """The relative residual ``‖v − Xβ‖/‖v‖`` of the least-squares linear fit
+    (through the origin) of ``values`` on the points ``X`` (Fig 3: 0 exactly
+    when ``N`` is linear on ``X``)."""
+    X = as_matrix(X, "X")
+    v = np.asarray(to_numpy(values), dtype=float).ravel()
+    if v.shape != (len(X),):
+        raise ValueError(f"values must have one entry per row of X, got {v.shape}")
+    beta, *_ = np.linalg.lstsq(X, v, rcond=None)
+    return float(np.linalg.norm(v - X @ beta) / np.linalg.norm(v))
+
+
+def par_angles(W, w, u) -> dict:
+    """Thm 6.2 / Fig 4: the angles (degrees) between a network's cluster centres
+    and the PAR SVM's directions ``(w, u)``: ``w`` (w̄ vs w), ``u`` (ū vs u) and
+    ``boundary`` (w̄−ū vs w−u)."""
+    c = clusters(*split_neurons(W))
+    w, u = np.asarray(w, dtype=float), np.asarray(u, dtype=float)
+    return dict(
+        w=angle_degrees(c.w_bar, w),
+        u=angle_degrees(c.u_bar, u),
+        boundary=angle_degrees(c.direction, w - u),
+    )
