@@ -521,3 +521,64 @@ def test_per_snapshot_errors_and_margins_match_the_single_snapshot_functions(sym
         assert e == pytest.approx(np.abs(f - target).max() / np.abs(target).max())
         q = sym.y * (np.maximum(sym.X @ W.T, 0.5 * sym.X @ W.T) @ a)
         assert g == pytest.approx(q.min() / n2)
+
+
+def test_positive_neuron_paths_follow_each_neuron_and_final_split():
+    def snap(deg, a):
+        rad = np.radians(deg)
+        return dict(W=np.c_[np.cos(rad), np.sin(rad)], a=np.asarray(a, float))
+
+    a = [2.0, 1.0, -1.0, 1.0]  # neuron 2 is negative: left out
+    snaps = [snap([0, 1, 90, 2], a), snap([0, 30, 90, -20], a), snap([0, 1, 9, 2], a)]
+    snaps += [snap([0, 30, 90, -20], a), snap([0, 27, 90, -27], a)]
+    ang, share = L.positive_neuron_paths(snaps, [1.0, 0.0])
+    assert ang.shape == (5, 3)
+    assert np.allclose(ang[1], [0, 30, -20]) and np.allclose(
+        share[0], [0.5, 0.25, 0.25]
+    )
+    assert L.final_split(ang, share, 5.0) == 3  # apart at 1, together at 2, then apart
+    assert L.final_split(ang[:3], share[:3], 5.0) is None
+    assert L.final_split(ang, share, 5.0, share=0.3) is None  # only neuron 0 counts
+
+
+def test_phase1_landscape_peaks_at_mu_bar_on_symmetric_data(sym):
+    mu = L.mu(sym.X, sym.y)
+    deg, G, peaks = L.phase1_landscape(sym.X, sym.y, 0.5, mu, n_angles=3600)
+    assert deg.shape == G.shape == (3600,) and deg.min() >= -180
+    assert len(peaks) == 1 and abs(peaks[0]) < 0.1  # G = <w, mu~>: top at mu_bar
+
+
+def test_fitted_smoothed_margins_from_records_match_the_definition():
+    rng = np.random.default_rng(0)
+    q = rng.uniform(5, 9, (3, 4))  # margins of 4 points at 3 snapshots
+    norms = np.array([2.0, 3.0, 4.0])
+    mean_loss = np.log1p(np.exp(-q)).mean(axis=1)
+    got = L.fitted_smoothed_margins(np.log(mean_loss), np.log(norms), 4)
+    want = np.log(1 / np.expm1(np.log1p(np.exp(-q)).sum(axis=1))) / norms**2
+    assert np.allclose(got, want)
+    unfitted = L.fitted_smoothed_margins(np.log([1.0, mean_loss[0]]), [0.0, 1.0], 4)
+    assert len(unfitted) == 1  # the first snapshot's sum loss is above log 2
+
+
+def test_margin_with_side_neurons_adds_the_neurons(sym):
+    w = L.max_margin_separator(sym.X, sym.y)
+    p = np.array([-w[1], w[0]])
+    base = L.margin_with_side_neurons(w, p, [], 0.01, sym.X, sym.y, 0.5)
+    assert base == pytest.approx(
+        L.normalized_margin(w[None] / 2**0.5, [2**-0.5], sym.X, sym.y, 0.5)
+    )
+    W = np.vstack([w / 2**0.5, 0.01 * p, -0.01 * p])
+    pair = L.margin_with_side_neurons(w, p, [1, -1], 0.01, sym.X, sym.y, 0.5)
+    assert pair == pytest.approx(
+        L.normalized_margin(W, [2**-0.5, 0.01, 0.01], sym.X, sym.y, 0.5)
+    )
+
+
+def test_split_record_reads_the_two_moments():
+    ang = np.array([[2.0, 3.2, 50.0], [-10.0, 14.0, 50.0], [-27.0, 27.5, 50.0]])
+    share = np.array([[0.84, 0.16, 0.0], [0.8, 0.2, 0.0], [0.5, 0.5, 0.0]])
+    rec = L.split_record(ang, share, [20.0, 100.0, 1e40], 0, 1, 2.86)
+    assert rec["end of phase I"] == "2.0° (0.84), 3.2° (0.16)"
+    assert rec["outside the band"] == pytest.approx(0.16)
+    assert rec["split at t"] == 100.0 and rec["at t_max"].startswith("-27.0° (0.50)")
+    assert np.isnan(L.split_record(ang, share, [1, 2, 3], 0, None, 2.86)["split at t"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import plots
+from ..models import two_layer_output
 
 
 def error_against_log_time(
@@ -35,5 +36,70 @@ def error_against_log_time(
         title=f"d = {d}: the error to the limit against ln t",
     )
     ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
+    plots.fit_titles(fig)
+    return fig
+
+
+def _hinted_boundary(ax, W, a, X, y, hints, w_star, alpha: float, title: str):
+    """A run's decision boundary on the base set, the hints (shrunk) and ½φ's."""
+    plots.decision_boundary(
+        ax, lambda P: two_layer_output(W, a, P, alpha), X, y, lim=1.2, fill="sign"
+    )
+    shown = hints / np.maximum(1, np.abs(hints).max(axis=1, keepdims=True) / 1.1)
+    ax.scatter(*shown.T, marker="x", c="k", s=60, label="hints (shrunk)")
+    plots.zero_line(
+        ax, w_star, 1.2, color="orange", lw=1, label="$\\frac{1}{2}\\phi$ boundary"
+    )
+    ax.set_title(title)
+
+
+def hinted_runs(scans, band_deg: float, errors, paths, boundaries, alpha: float):
+    """Thm 6.2 on the planar hinted sets. ``scans``: hint size -> (angles to w*
+    in degrees, G / max G, the local maxima's angles, their G / max G);
+    ``errors``: hint size -> (seeds, errors); ``paths``: title -> (times, angles,
+    shares) of one run's positive neurons (:func:`positive_neuron_paths`);
+    ``boundaries``: title -> (W, a, X, y, hints, w_star)."""
+    fig, axes = plots.panels(3, 2, height=3.3)
+    for (h, (deg, G, peaks, top)), style, color in zip(
+        scans.items(), ("-", "--"), ("C0", "C1")
+    ):
+        axes[0, 0].plot(deg, G, style, color=color, label=f"H = {h:g}")
+        axes[0, 0].plot(peaks, top, "v", color=color, ms=7)
+    axes[0, 0].plot([], [], "kv", label="local maxima")
+    axes[0, 0].axvspan(-band_deg, band_deg, color="C2", alpha=0.3, label="band")
+    axes[0, 0].set(
+        xlim=(-2, 5),
+        ylim=(0.9992, 1.0001),
+        xlabel="angle to $w^*$ (degrees)",
+        ylabel="$G$ / max",
+        title="(a) phase-I landscape near its top",
+    )
+    axes[0, 0].ticklabel_format(axis="y", useOffset=False)
+    axes[0, 0].legend(loc="lower left", fontsize="small")
+    for (h, (seeds, err)), marker in zip(errors.items(), "os"):
+        axes[0, 1].semilogy(seeds, err, marker, label=f"H = {h:g}")
+    axes[0, 1].axhline(1e-3, color="k", ls=":", label="threshold")
+    axes[0, 1].set(
+        xlabel="initialisation seed",
+        ylabel="sup error to $\\frac{1}{2}\\phi$",
+        title="(b) limits, seed by seed",
+        ylim=(1e-10, 1),
+    )
+    axes[0, 1].legend(loc="lower center", ncol=2, fontsize="small")
+    for ax, (title, (times, ang, share)) in zip(axes[1], paths.items()):
+        for k in range(ang.shape[1]):
+            big = share[:, k] > 0.01
+            ax.plot(np.log10(times[big]), ang[big, k], ".-", ms=3, color=f"C{k % 10}")
+        ax.axhspan(-band_deg, band_deg, color="C2", alpha=0.3, label="band")
+        ax.set(
+            xlabel="$\\log_{10} t$",
+            ylabel="angle to $w^*$ (degrees)",
+            title=title,
+            ylim=(-35, 35),
+        )
+        ax.legend(loc="lower right", fontsize="small")
+    for ax, (title, args) in zip(axes[2], boundaries.items()):
+        _hinted_boundary(ax, *args, alpha=alpha, title=title)
+    axes[2, 0].legend(loc="lower left")
     plots.fit_titles(fig)
     return fig

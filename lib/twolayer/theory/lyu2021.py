@@ -17,6 +17,7 @@ from scipy.optimize import least_squares, minimize, nnls
 from ..data import Dataset, symmetric_augment  # noqa: F401  (re-exported: Assumption 4.1)
 from ..metrics import normalized_margin as _normalized_margin
 from ..metrics import parameter_norm
+from ..metrics import smoothed_margin as _smoothed_margin
 from ..models import check_alpha, leaky_relu, two_layer_output
 from ..validation import as_matrix, as_vector, as_xy, positive
 from .margins import KKTReport, kkt_two_layer, margin_gradients, max_margin
@@ -868,3 +869,112 @@ def log_time_slope(times, errors) -> float:
 
 
 __all__ += ["limit_errors", "normalized_margins", "log_time_slope"]
+
+
+def positive_neuron_paths(snapshots, ref) -> tuple[np.ndarray, np.ndarray]:
+    """Thm 6.2 (2-D): the signed angle (degrees) to ``ref`` and the share of the
+    positive mass ``Σ_{a_j>0} |a_j|‖w_j‖`` of every positive neuron (``a_k > 0`` at
+    the last snapshot; a balanced flow keeps the signs), snapshot by snapshot:
+    two arrays ``(snapshots, positive neurons)``, neurons in index order, so a
+    neuron can be followed from phase I to the limit."""
+    pos = np.asarray(snapshots[-1]["a"]) > 0
+    u = as_vector(ref, "ref", 2)
+    angles, shares = [], []
+    for s in snapshots:
+        W = as_matrix(s["W"], "W")[pos]
+        if W.shape[1] != 2:
+            raise ValueError(f"positive_neuron_paths needs 2-D nets, got {W.shape[1]}")
+        angles.append(np.degrees(np.arctan2(u[0] * W[:, 1] - u[1] * W[:, 0], W @ u)))
+        mass = np.abs(np.asarray(s["a"])[pos]) * np.linalg.norm(W, axis=1)
+        shares.append(mass / mass.sum())
+    return np.array(angles), np.array(shares)
+
+
+def final_split(angles, shares, spread_deg: float, share: float = 0.01):
+    """The first snapshot from which on, at every later snapshot, the positive
+    neurons that carry more than ``share`` of the positive mass span more than
+    ``spread_deg`` degrees (``angles``, ``shares`` from
+    :func:`positive_neuron_paths`); ``None`` if the last snapshot does not (the
+    run ends with its positive neurons together, as at ½φ of Thm 6.2)."""
+    angles, shares = np.asarray(angles, float), np.asarray(shares, float)
+    if angles.shape != shares.shape or angles.ndim != 2:
+        raise ValueError(f"angles and shares must be 2-D of one shape: {angles.shape}")
+    big = shares > share
+    hi = np.where(big, angles, -np.inf).max(axis=1)
+    lo = np.where(big, angles, np.inf).min(axis=1)
+    apart = hi - lo > spread_deg
+    if not apart[-1]:
+        return None
+    together = np.flatnonzero(~apart)
+    return int(together[-1] + 1) if len(together) else 0
+
+
+__all__ += ["positive_neuron_paths", "final_split"]
+
+
+def phase1_landscape(X, y, alpha: float, ref, n_angles: int = 7200):
+    """Phase I's objective ``G`` (Lemma 5.2, :func:`phase1_objective`) on the
+    unit circle of 2-D data, measured from ``ref``: the angles to ``ref`` in
+    degrees (in ``[−180, 180)``), ``G`` there, and the angles of ``G``'s local
+    maxima (where phase I can leave neurons; Thm 6.2's regime is one maximum,
+    inside the band ``|angle| ≤ arctan(ε/K)``)."""
+    u = as_vector(ref, "ref", 2)
+    angles = np.linspace(-np.pi, np.pi, int(n_angles), endpoint=False)
+    G = phase1_objective(X, y, alpha, angles)
+    offset = np.angle(np.exp(1j * (angles - np.arctan2(u[1], u[0]))))
+    return np.degrees(offset), G, np.degrees(offset[local_maxima(G)])
+
+
+def fitted_smoothed_margins(log_loss, log_scale, n: int) -> np.ndarray:
+    """Lyu & Li's smoothed margin (``metrics.smoothed_margin``, 2-homogeneous)
+    along a run, from its records ``log_loss`` (log of the *mean* loss) and
+    ``log_scale`` (``log‖θ‖``), over the snapshots whose sum loss is below
+    ``log 2`` (every point fitted): a non-decreasing lower bound on the limit's
+    normalized margin (Thm 6.2's failing runs are certified by it)."""
+    log_sum = np.asarray(log_loss, float) + np.log(n)
+    fitted = log_sum < np.log(np.log(2))
+    scale = np.asarray(log_scale, float)[fitted]
+    return _smoothed_margin(log_sum[fitted], scale, homogeneity=2)
+
+
+def margin_with_side_neurons(w_star, w_perp, signs, share: float, X, y, alpha):
+    """The normalized margin of ``½φ(⟨w*, x⟩)`` (one neuron ``(w*/√2, 1/√2)``)
+    plus one neuron ``(s·share·w_perp, share)`` per sign ``s`` in ``signs``
+    (Thm 6.2: is ½φ a local maximum of the margin?)."""
+    w_star = as_vector(w_star, "w_star")
+    w_perp = as_vector(w_perp, "w_perp", len(w_star))
+    W = np.vstack([w_star / np.sqrt(2)] + [s * share * w_perp for s in signs])
+    a = np.r_[2**-0.5, [share] * len(signs)]
+    return normalized_margin(W, a, X, y, alpha)
+
+
+__all__ += ["phase1_landscape", "fitted_smoothed_margins", "margin_with_side_neurons"]
+
+
+def split_record(
+    angles, shares, times, end_phase1: int, split, band_deg: float, share=0.01
+) -> dict:
+    """One seed's log of Thm 6.2's positive neurons (from
+    :func:`positive_neuron_paths`): at the end of phase I (snapshot
+    ``end_phase1``) and at the final split (:func:`final_split`, or ``None``) the
+    neurons above ``share`` of the positive mass as ``"angle° (share)"``, the share
+    of the positive mass outside the band ``|angle| > band_deg`` at the end of
+    phase I, and the same at the last snapshot."""
+    angles, shares = np.asarray(angles, float), np.asarray(shares, float)
+
+    def shown(k):
+        big = np.flatnonzero(shares[k] > share)
+        big = big[np.argsort(-shares[k][big])]
+        return ", ".join(f"{angles[k, j]:.1f}° ({shares[k, j]:.2f})" for j in big)
+
+    outside = np.abs(angles[end_phase1]) > band_deg
+    return {
+        "end of phase I": shown(end_phase1),
+        "outside the band": float(shares[end_phase1][outside].sum()),
+        "split at t": float(np.asarray(times)[split]) if split is not None else np.nan,
+        "at the split": shown(split) if split is not None else "",
+        "at t_max": shown(-1),
+    }
+
+
+__all__ += ["split_record"]
