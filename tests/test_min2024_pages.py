@@ -147,3 +147,16 @@ def test_figures_draw():
         F.two_point_fraction({"a": run}, 1),
     ):
         assert fig.axes
+
+
+def test_report_ranges_over_cone_reports():
+    reports = [
+        M.ConeReport(0.5, 3, 0, 1, 2, 0, 1.0),
+        M.ConeReport(0.7, 4, 1, 0, 0, 2, 0.9),
+    ]
+    r = M.report_ranges(reports, prefix="x_")
+    assert (r["x_t1_min"], r["x_t1_max"]) == (0.5, 0.7)
+    assert (r["x_in_cone_min"], r["x_in_cone_max"]) == (0.9, 1.0)
+    assert r["x_mono_max"] == 1 and len(r) == 14
+    with pytest.raises(ValueError):
+        M.report_ranges([])

@@ -1183,3 +1183,17 @@ def literal_step(traj, X, y) -> tuple[int, float]:
         raise ValueError("the loss never halves in the literal-step run: run longer")
     W, v = traj.param("W")[k], traj.param("a")[k]
     return int(traj.steps[k]), alignment(W, v, X, y).mean_plus
+
+
+def report_ranges(reports, prefix: str = "") -> dict:
+    """``{prefix + field + "_min" / "_max": value}`` over a list of per-seed
+    dataclass reports (e.g. :class:`ConeReport`): the ranges a page quotes."""
+    reports = list(reports)
+    if not reports:
+        raise ValueError("reports must hold at least one report")
+    out = {}
+    for name in reports[0].__dataclass_fields__:
+        values = [getattr(r, name) for r in reports]
+        out[f"{prefix}{name}_min"] = min(values)
+        out[f"{prefix}{name}_max"] = max(values)
+    return out
