@@ -182,7 +182,7 @@ def test_hinted_move_measures_what_the_hints_change():
 
 def test_load_grids_refuses_failed_points_where_none_may_stop(monkeypatch):
     frame = pd.DataFrame(dict(error=["", "x"], commit="c", code_key="k"))
-    monkeypatch.setattr(regimes, "load", lambda name: (frame, False))
+    monkeypatch.setattr(regimes, "load", lambda name, base=None: (frame, False))
     grids, prov = regimes.load_grids(["moves_draws"])
     assert prov.loc["moves_draws", "rows"] == 2
     with pytest.raises(ValueError, match="failed points"):

@@ -350,7 +350,7 @@ def moves_draws_point(kind: str, value: float, seed: int) -> dict:
     return dict(kind=kind, value=value, seed=seed, **out)
 
 
-def moves_draws_key() -> str:
+def moves_draws_key(base: str | None = None) -> str:
     """The code key of the ``moves_draws`` grid: :func:`code_key`, the grid and the
     source of the synthesis functions it runs."""
     import inspect
@@ -358,7 +358,8 @@ def moves_draws_key() -> str:
     from . import synthesis
     from .codekey import canonical
 
-    h = hashlib.sha256(f"{code_key()} {DRAW_MOVES!r} {DRAWS!r}".encode())
+    base = code_key() if base is None else base
+    h = hashlib.sha256(f"{base} {DRAW_MOVES!r} {DRAWS!r}".encode())
     h.update(canonical(inspect.getsource(moves_draws_point)))
     for fn in (
         synthesis.mu_move,
@@ -390,7 +391,7 @@ def hinted_draws_point(kind: str, seed: int) -> dict:
     return dict(kind=kind, seed=seed, **out)
 
 
-def hinted_draws_key() -> str:
+def hinted_draws_key(base: str | None = None) -> str:
     """The code key of the ``hinted_draws`` grid: :func:`code_key`, the grid and the
     source of the synthesis functions it runs."""
     import inspect
@@ -398,7 +399,8 @@ def hinted_draws_key() -> str:
     from . import synthesis
     from .codekey import canonical
 
-    h = hashlib.sha256(f"{code_key()} {HINTED_KINDS!r} {HINTED_RTOL!r}".encode())
+    base = code_key() if base is None else base
+    h = hashlib.sha256(f"{base} {HINTED_KINDS!r} {HINTED_RTOL!r}".encode())
     for fn in (hinted_draws_point, synthesis.hinted_move, synthesis.hypotheses):
         h.update(canonical(inspect.getsource(fn)))
     return h.hexdigest()[:12]
@@ -441,17 +443,18 @@ def _grid(name: str) -> list[dict]:
     ]
 
 
-def grid_key(name: str) -> str:
+def grid_key(name: str, base: str | None = None) -> str:
     """The code key a stored grid ``name`` is checked against: :func:`moves_draws_key`
     for the moves, :func:`code_key` with :data:`LARGE_SCALE` for the probability rivals,
-    else :func:`code_key`."""
+    else :func:`code_key` (``base``: that key, if already computed)."""
+    base = code_key() if base is None else base
     if name == "moves_draws":
-        return moves_draws_key()
+        return moves_draws_key(base)
     if name == "hinted_draws":
-        return hinted_draws_key()
+        return hinted_draws_key(base)
     if name.endswith("_large"):
-        return hashlib.sha256(f"{code_key()} {LARGE_SCALE!r}".encode()).hexdigest()[:12]
-    return code_key()
+        return hashlib.sha256(f"{base} {LARGE_SCALE!r}".encode()).hexdigest()[:12]
+    return base
 
 
 def _timed(name: str, point: dict) -> dict:
@@ -496,13 +499,13 @@ def store(frame, name: str) -> Path:
     return out
 
 
-def load(name: str):
+def load(name: str, base: str | None = None):
     """The stored grid and whether it is stale (its code key is not the library's
-    now)."""
+    now; ``base``: :func:`code_key`, if already computed)."""
     import pandas as pd
 
     frame = pd.read_parquet(path(name))
-    stale = bool((frame["code_key"] != grid_key(name)).any())
+    stale = bool((frame["code_key"] != grid_key(name, base)).any())
     return frame, stale
 
 
@@ -682,9 +685,9 @@ def load_grids(names=GRIDS):
     failed point is an error."""
     import pandas as pd
 
-    grids, rows = {}, {}
+    grids, rows, base = {}, {}, code_key()
     for name in names:
-        frame, stale = load(name)
+        frame, stale = load(name, base)
         if name not in MAY_STOP and (frame["error"] != "").any():
             raise ValueError(f"grid {name!r} has failed points: recompute it")
         grids[name] = frame
