@@ -582,3 +582,32 @@ def test_split_record_reads_the_two_moments():
     assert rec["outside the band"] == pytest.approx(0.16)
     assert rec["split at t"] == 100.0 and rec["at t_max"].startswith("-27.0° (0.50)")
     assert np.isnan(L.split_record(ang, share, [1, 2, 3], 0, None, 2.86)["split at t"])
+
+
+def test_axis_late_phase_reads_the_exponent_and_the_margin_law():
+    alpha, x0 = 0.5, 0.1
+    c_plus = np.array([1.0, 4.0, 9.0, 30.0])
+    c_minus = 2.0 * c_plus**alpha  # the late-phase law c_- ∝ c_+^α
+    snaps = [
+        dict(
+            W=np.array([[np.sqrt(p), 0.0], [-np.sqrt(m), 0.0]]),
+            a=np.sqrt([p, m]) * [1, -1],
+        )
+        for p, m in zip(c_plus, c_minus)
+    ]
+    s = c_minus / (c_plus + c_minus)
+    X = np.array([[1, 0], [x0, 0.6], [x0, -0.6], [-1, 0.2], [-1, -0.2]])
+    y = np.array([1.0, 1, 1, -1, -1])  # Fig. 1 middle's set: margins measured
+    margins = [L.normalized_margin(sn["W"], sn["a"], X, y, alpha) for sn in snaps]
+    res = L.axis_late_phase(
+        snaps,
+        [1.0, 1e-25, 1e-30, 1e-40],
+        [0.0, 1.0, 2.0, 3.0],
+        margins,
+        [1.0, 0.0],
+        alpha,
+        x0 / 2,
+    )
+    assert res.late.tolist() == [False, True, True, True]
+    assert res.exponent == pytest.approx(alpha) and res.law_error < 1e-12
+    assert np.allclose(res.masses, np.c_[c_plus, c_minus]) and np.allclose(res.share, s)

@@ -103,3 +103,83 @@ def hinted_runs(scans, band_deg: float, errors, paths, boundaries, alpha: float)
     axes[2, 0].legend(loc="lower left")
     plots.fit_titles(fig)
     return fig
+
+
+def fig1_boundary(
+    W, a, X, y, alpha: float, lim: float, others=(), title="", hints=None
+):
+    """Fig. 1 (one panel): gradient flow's decision boundary (black, sign-shaded)
+    of the net ``(W, a)`` on ``(X, y)``, with other nets' zero sets ``others`` =
+    ``[(W, a, colour, linestyle, linewidth, label), ...]`` drawn over it (a broad
+    line translucent) and, on the hinted set, its hint points (shrunk)."""
+    fig, ax = plots.panels(height=3.8)
+    plots.decision_boundary(
+        ax, lambda P: two_layer_output(W, a, P, alpha), X, y, lim=lim, n=240
+    )
+    for Wo, ao, col, ls, lw, label in others:
+        op = 0.5 if lw > 2 else 1.0
+        plots.zero_set(
+            ax,
+            lambda P, Wo=Wo, ao=ao: two_layer_output(Wo, ao, P, alpha),
+            lim,
+            n=240,
+            colors=col,
+            linestyles=ls,
+            linewidths=lw,
+            alpha=op,
+            zorder=3 if lw > 2 else 4,
+        )
+        ax.plot([], [], color=col, ls=ls, lw=lw, alpha=op, label=label)
+    ax.plot([], [], color="k", lw=2, label="gradient flow's boundary")
+    if hints is not None:
+        shown = hints / np.maximum(
+            1, np.linalg.norm(hints, axis=1, keepdims=True) / (lim - 0.1)
+        )
+        ax.scatter(*shown.T, marker="x", s=60, color=plots.POS, lw=2, zorder=4)
+        ax.scatter([], [], marker="x", color=plots.POS, label="hints (shrunk)")
+    ax.set_title(title)
+    ax.legend(loc="center left", bbox_to_anchor=(1.02, 0.5), fontsize="small")
+    plots.fit_titles(fig)
+    return fig
+
+
+def mid_margin_and_masses(runs, phase, law, gamma1, best, early_masses, slope1, alpha):
+    """Fig. 1 middle: (a) normalized margin against ``log10 t``, one line per seed
+    (``runs``: (times, margins) per seed), the late-phase law ``law`` of the
+    first seed on its late snapshots, ``γ1`` and the best margin found; (b) the
+    masses ``c_−`` against ``c_+`` of the first seed (``phase``:
+    :class:`~twolayer.theory.lyu2021.AxisLatePhase`) late and in phase I
+    (``early_masses``), with slopes ``α`` and ``slope1``."""
+    fig, axes = plots.panels(1, 2, height=3.4)
+    for k, (t, g) in enumerate(runs):
+        label = "gradient flow, one line per seed" if k == 0 else None
+        axes[0].plot(np.log10(t[1:]), g[1:], color="k", alpha=0.6, label=label)
+    t0, late = runs[0][0], phase.late
+    axes[0].plot(
+        np.log10(t0[late]), law[late], "C1--", label="γ₁(1 − (1−α)s), first seed"
+    )
+    axes[0].axhline(
+        gamma1, color="tab:orange", ls=":", label="½φ(x1), the KKT direction"
+    )
+    axes[0].axhline(best, color="g", ls=":", label="best margin found")
+    axes[0].set(
+        xlabel="$\\log_{10} t$", ylabel="normalized margin", ylim=(0.02, 1.1 * best)
+    )
+    axes[0].set_title("(a) margin along the flow")
+    axes[0].legend(loc="center right", fontsize="small")
+    m, m1 = phase.masses, early_masses
+    axes[1].loglog(*m[late].T, "k.", label="late phase (loss < 1e-20)")
+    axes[1].loglog(*m1.T, "C0o", ms=4, label="phase I")
+    c = np.geomspace(m[late, 0].min(), m[late, 0].max() * 30)
+    axes[1].loglog(c, m[-1, 1] * (c / m[-1, 0]) ** alpha, "C1--", label="slope α")
+    c0 = np.geomspace(m1[0, 0], m1[-1, 0])
+    axes[1].loglog(
+        c0, m1[0, 1] * (c0 / c0[0]) ** slope1, "C0:", label="slope |G(−e₁)|/G(e₁)"
+    )
+    c = np.geomspace(m1[0, 0], c[-1])
+    axes[1].loglog(c, c, color="0.6", lw=1, label="$c_-=c_+$ (share ½)")
+    axes[1].set(xlabel="$c_+$ (neurons on $+e_1$)", ylabel="$c_-$ (neurons on $-e_1$)")
+    axes[1].set_title("(b) the two masses")
+    axes[1].legend(loc="upper left", fontsize="small")
+    plots.fit_titles(fig)
+    return fig

@@ -978,3 +978,35 @@ def split_record(
 
 
 __all__ += ["split_record"]
+
+
+@dataclass(frozen=True)
+class AxisLatePhase:
+    """Fig. 1 middle's late phase on the axis ``u`` (:func:`axis_late_phase`)."""
+
+    masses: np.ndarray  # (snapshots, 2): c_+, c_− (axis_masses)
+    share: np.ndarray  # c_− / (c_+ + c_−), the −u neurons' share of ‖θ‖²
+    late: np.ndarray  # snapshots in the late phase (loss below the level, t > 0)
+    exponent: float  # fitted d ln c_− / d ln c_+ over the late snapshots
+    law_error: float  # max relative |γ / (γ1 (1 − (1 − α) s)) − 1| there
+
+
+def axis_late_phase(
+    snapshots, losses, times, margins, u, alpha: float, gamma1: float, level=1e-20
+) -> AxisLatePhase:
+    """Fig. 1 middle (the page derives it): with every neuron on the axis ``u``
+    and two points carrying the loss, ``D_− = α D_+`` gives ``c_− ∝ c_+^α``, and
+    the normalized margin is ``γ1 (1 − (1 − α) s)`` with ``s`` the share of the
+    ``−u`` neurons. ``margins``: the run's normalized margins per snapshot;
+    ``late``: snapshots with loss below ``level``."""
+    masses = np.array([axis_masses(s["W"], s["a"], u) for s in snapshots])
+    share = masses[:, 1] / masses.sum(axis=1)
+    late = (np.asarray(losses) < level) & (np.asarray(times) > 0)
+    if late.sum() < 2:
+        raise ValueError(f"fewer than 2 snapshots with loss below {level:g}")
+    exponent = float(np.polyfit(*np.log(masses[late]).T, 1)[0])
+    law = np.abs(np.asarray(margins) / (gamma1 * (1 - (1 - _alpha(alpha)) * share)) - 1)
+    return AxisLatePhase(masses, share, late, exponent, float(law[late].max()))
+
+
+__all__ += ["AxisLatePhase", "axis_late_phase"]
