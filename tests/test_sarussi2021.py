@@ -655,3 +655,25 @@ def test_boundary_record_residual_and_par_angles():
     assert ang["boundary"] == pytest.approx(
         np.degrees(np.arccos(np.dot([2, 1], [1, 1.5]) / np.sqrt(5 * 3.25)))
     )
+
+
+def test_sgd_run_record_by_hand():
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    y = np.array([1.0, -1.0])
+    W = np.array([[2.0, 0.0], [0.0, 3.0]])  # N(x1) = 2, N(x2) = -3
+    loss = np.array([0.9, 0.1, 0.01, 0.2, 0.01, 0.01])  # 3 epochs of 2 points
+    rec = s.sgd_run_record(loss, W, X, y, 0.1, eps=0.05)
+    np.testing.assert_allclose(rec["curve"], [0.9, 0.2, 0.01])
+    assert rec["leading"] == 2 and rec["last"] == 2
+    want = (np.log1p(np.exp(-2.0)) + np.log1p(np.exp(-3.0))) / 2
+    assert rec["final_loss"] == pytest.approx(want)
+    with pytest.raises(ValueError, match="whole epochs"):
+        s.sgd_run_record(loss[:5], W, X, y, 0.1, eps=0.05)
+
+
+def test_fig4_gaussians_classes_and_seeds():
+    ds = s.fig4_gaussians(7, [2.0, 1.5], [-2.0, 0.5], 0.5, seed=3)
+    assert ds.X.shape == (14, 2) and (ds.y[:7] == 1).all() and (ds.y[7:] == -1).all()
+    want_pos = data.two_gaussians(14, 2, mean=np.array([2.0, 1.5]), std=0.5, seed=3)
+    np.testing.assert_array_equal(ds.X[:7], want_pos.positives)
+    assert abs(ds.X[7:].mean(axis=0) - [-2.0, 0.5]).max() < 0.6

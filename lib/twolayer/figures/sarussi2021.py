@@ -143,7 +143,8 @@ def mnist_fractions(df, runs, names, settings):
             )
         hz = runs[(runs.pair == name) & (runs.setting == setting)]
         hz = hz[hz.init == "small"]
-        ax.axvline(hz.t_fit.median(), color="0.5", lw=1)
+        if np.isfinite(hz.t_fit.median()):
+            ax.axvline(hz.t_fit.median(), color="0.5", lw=1)
         if np.isfinite(hz.t_ll.median()):
             ax.axvline(hz.t_ll.median(), color="k", lw=1)
         ax.set(

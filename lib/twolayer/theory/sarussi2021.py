@@ -1105,3 +1105,48 @@ def par_angles(W, w, u) -> dict:
         u=angle_degrees(c.u_bar, u),
         boundary=angle_degrees(c.direction, w - u),
     )
+
+
+def sgd_run_record(step_loss, W, X, y, alpha: float, eps: float) -> dict:
+    """One SGD run of Theorem 4.1 (:func:`sgd_batch1`): ``curve``, the largest
+    visited loss of each epoch; the ``leading`` epochs in a row from the start
+    that contain a point with loss ``≥ eps`` (App. B's count,
+    :func:`leading_violating_epochs`), the ``last`` such epoch (1-based, 0 if
+    none) and the ``final_loss``, the mean logistic loss of the final weights
+    ``W`` on ``(X, y)``."""
+    X, y = as_xy(X, y)
+    loss = np.asarray(step_loss, dtype=float).ravel()
+    n = len(X)
+    if loss.size % n:
+        raise ValueError(f"step_loss has {loss.size} entries, not whole epochs of {n}")
+    bad = violating_epochs(loss, n, eps)
+    P, Q = split_neurons(W)
+    q = y * network_output(P, Q, X, alpha)
+    return dict(
+        curve=loss.reshape(-1, n).max(axis=1),
+        leading=leading_violating_epochs(bad),
+        last=int(np.flatnonzero(bad).max()) + 1 if bad.any() else 0,
+        final_loss=float(np.logaddexp(0, -q).mean()),
+    )
+
+
+def fig4_gaussians(n_per_class: int, mu_pos, mu_neg, std: float, seed: int):
+    """Fig 4's data: ``n_per_class`` points of ``N(mu_pos, std² I)`` (label +1,
+    drawn with ``seed``) and of ``N(mu_neg, std² I)`` (label −1, ``seed + 1``),
+    the classes of :func:`twolayer.data.two_gaussians`; deliberately not mirror
+    images, so that the PAR SVM (Thm 6.2) differs from the linear SVM."""
+    from .. import data
+
+    pos = data.two_gaussians(
+        2 * n_per_class, 2, mean=np.array(mu_pos), std=std, seed=seed
+    ).positives
+    neg = data.two_gaussians(
+        2 * n_per_class, 2, mean=-np.array(mu_neg), std=std, seed=seed + 1
+    ).negatives
+    return data.Dataset(
+        np.vstack([pos, neg]),
+        np.r_[np.ones(len(pos)), -np.ones(len(neg))],
+        "two 2-D Gaussians",
+        f"N({list(mu_pos)}, {std}²I) vs N({list(mu_neg)}, {std}²I), seeds {seed}, "
+        f"{seed + 1}",
+    )
