@@ -611,3 +611,25 @@ def test_axis_late_phase_reads_the_exponent_and_the_margin_law():
     assert res.late.tolist() == [False, True, True, True]
     assert res.exponent == pytest.approx(alpha) and res.law_error < 1e-12
     assert np.allclose(res.masses, np.c_[c_plus, c_minus]) and np.allclose(res.share, s)
+
+
+def test_symmetric_limit_gap_is_zero_at_the_theorem_4_2_net(sym):
+    w = L.max_margin_separator(sym.X, sym.y)
+    W, a = L.two_neuron_limit(w)  # ½(w*, −w*, 1, −1) computes (1+α)/4 <w*, x>
+    X_eval = np.random.default_rng(0).uniform(-1, 1, (100, 2))
+    err, ratio = L.symmetric_limit_gap(W, a, sym.X, sym.y, X_eval, w, 0.5)
+    assert err < 1e-12 and ratio == pytest.approx(1.0)
+    err1, ratio1 = L.symmetric_limit_gap(
+        w[None] / 2**0.5, [2**-0.5], sym.X, sym.y, X_eval, w, 0.5
+    )
+    assert ratio1 == pytest.approx(2 * 0.5 / 1.5)  # one neuron: 2α/(1+α) of γ*
+    assert err1 == pytest.approx((1 - 0.5) / (1 + 0.5), rel=0.05)
+
+
+def test_search_limit_errors_reads_best_and_worst_start(sym):
+    w = L.max_margin_separator(sym.X, sym.y)
+    X_eval = np.random.default_rng(0).uniform(-1, 1, (200, 2))
+    target = L.symmetric_limit_function(X_eval, w, 0.5)
+    search = L.search_max_margin(sym.X, sym.y, 0.5, width=4, starts=6, seed=0)
+    best, worst = L.search_limit_errors(search, X_eval, target, 0.5)
+    assert best < 1e-4 and worst > best

@@ -183,3 +183,90 @@ def mid_margin_and_masses(runs, phase, law, gamma1, best, early_masses, slope1, 
     axes[1].legend(loc="upper left", fontsize="small")
     plots.fit_titles(fig)
     return fig
+
+
+def symmetric_function(W, a, X, y, grid, limit_grid, limit_fn, alpha: float, t_max):
+    """Thm 4.2-4.3: the normalised net (colour) with the linear limit's contours
+    (dashed, ``limit_fn`` on the plane), and ``|f − f∞| / sup|f∞|`` on ``grid``
+    (``limit_grid``: f∞ there)."""
+    fig, axes = plots.panels(1, 2, height=3.4)
+    f = lambda Z: two_layer_output(W, a, Z, alpha)  # noqa: E731
+    plots.decision_boundary(axes[0], f, X, y, fill="value", colorbar=True)
+    g = np.linspace(-1, 1, 200)
+    GX, GY = np.meshgrid(g, g)
+    limit = limit_fn(np.c_[GX.ravel(), GY.ravel()]).reshape(GX.shape)
+    axes[0].contour(
+        GX, GY, limit, levels=9, colors="k", linewidths=0.7, linestyles="--"
+    )
+    axes[0].set_title("the network (colour) and its limit (dashed)")
+    gap = np.abs(f(grid) - limit_grid) / np.abs(limit_grid).max()
+    dots = axes[1].scatter(*grid.T, c=gap, s=6, cmap="viridis")
+    fig.colorbar(dots, ax=axes[1])
+    title = f"|f − f∞| / sup|f∞| at t = {t_max:.0e}"
+    axes[1].set(xlabel="$x_1$", ylabel="$x_2$", aspect="equal", title=title)
+    plots.fit_titles(fig)
+    return fig
+
+
+def symmetric_curves(curves):
+    """Thm 4.3 along the flow: ``curves`` = {σ: [(times, errors, margin ratios)
+    per seed]}; error to the linear limit and γ/γ* against ``log10 t``."""
+    fig, axes = plots.panels(1, 2, height=3.4)
+    for j, (sc, runs) in enumerate(curves.items()):
+        for k, (t, err, ratio) in enumerate(runs):
+            log_t = np.log10(np.maximum(t, 1e-1))
+            label = f"σ={sc:g}" if k == 0 else None
+            axes[0].plot(log_t, err, color=f"C{j}", alpha=0.6, label=label)
+            axes[1].plot(log_t, ratio, color=f"C{j}", alpha=0.6, label=label)
+    axes[0].set(
+        xlabel=r"flow time $\log_{10} t$",
+        yscale="log",
+        ylabel="sup |f − f∞| / sup |f∞| (unit disk)",
+        title="distance to the linear limit",
+    )
+    axes[1].axhline(1, color="k", lw=1, ls="--", label="γ* (Thm 4.2)")
+    axes[1].set(
+        xlabel=r"flow time $\log_{10} t$",
+        ylabel="γ(θ)/γ*",
+        ylim=(0, 1.05),
+        title="normalized margin vs Thm 4.2's γ*",
+    )
+    axes[0].legend(fontsize="small")
+    axes[1].legend(fontsize="small", loc="lower right")
+    plots.fit_titles(fig)
+    return fig
+
+
+def sigma_sweep(sigmas, errors, gaps, t_max):
+    """Thm 4.3 needs a small init: the error and ``1 − γ/γ*`` at ``t_max``
+    against σ (``errors``, ``gaps``: scale x seed), with the claims' 1% level."""
+    fig, ax = plots.panels(height=3.6)
+    for k in range(errors.shape[1]):
+        first = k == 0
+        ax.plot(
+            sigmas,
+            errors[:, k],
+            "o-",
+            color="C0",
+            alpha=0.7,
+            label="relative sup error" if first else None,
+        )
+        ax.plot(
+            sigmas,
+            gaps[:, k],
+            "s--",
+            color="C1",
+            alpha=0.7,
+            label="1 − γ/γ*" if first else None,
+        )
+    ax.axhline(0.01, color="k", lw=1, ls=":", label="the claims' 1% level")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="init scale σ",
+        ylabel="gap at the end of the flow",
+        title=f"at t = {t_max:.0e}, {errors.shape[1]} seeds per scale",
+    )
+    ax.legend()
+    plots.fit_titles(fig)
+    return fig

@@ -1010,3 +1010,26 @@ def axis_late_phase(
 
 
 __all__ += ["AxisLatePhase", "axis_late_phase"]
+
+
+def symmetric_limit_gap(W, a, X, y, X_eval, w_star, alpha: float):
+    """Thm 4.3 on symmetric data: the relative sup error (on ``X_eval``) of the
+    net's direction to ``(1+α)/4 ⟨w*, x⟩`` and its normalized margin over
+    Thm 4.2's ``γ*`` (both at the net's own ``α``)."""
+    limit = symmetric_limit_function(X_eval, w_star, alpha)
+    err = limit_error(W, a, X_eval, limit, alpha)
+    gamma = normalized_margin(W, a, X, y, alpha)
+    return err, gamma / global_max_margin_symmetric(X, y, alpha)
+
+
+def search_limit_errors(search, X_eval, limit_values, alpha: float):
+    """Thm 4.2 ("the best nets are linear"): :func:`limit_error` of a margin
+    search's best net and of its worst converged start."""
+    worst = int(np.nanargmin(search.margins))
+    return tuple(
+        limit_error(W, a, X_eval, limit_values, alpha)
+        for W, a in ((search.W, search.a), search.solutions[worst])
+    )
+
+
+__all__ += ["symmetric_limit_gap", "search_limit_errors"]
