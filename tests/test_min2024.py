@@ -239,6 +239,9 @@ def test_alignment_and_track():
     assert np.isnan(M.alignment(W, np.ones(3), X, y).mean_minus)
     tr = M.track([0.0, 1.0], np.stack([W, W]), np.stack([v, v]), X, y)
     assert tr.cos("mean_minus").tolist() == [1.0, 1.0] and tr.membership.shape == (2, 3)
+    lean = M.track([0.0, 1.0], np.stack([W, W]), np.stack([v, v]), X, y, cones=False)
+    assert lean.membership.shape == (2, 0)
+    np.testing.assert_array_equal(lean.alignment, tr.alignment)
     with pytest.raises(ValueError, match="which"):
         tr.cos("nope")
 

@@ -475,9 +475,10 @@ class Track:
         return self.alignment[:, fields.index(which)]
 
 
-def track(times, Ws, vs, X, y) -> Track:
+def track(times, Ws, vs, X, y, cones: bool = True) -> Track:
     """Alignment (:func:`alignment`), stable rank and ``‖W‖_2²`` (reusing
-    :mod:`twolayer.metrics`) and cone membership at every snapshot.
+    :mod:`twolayer.metrics`) and cone membership at every snapshot (``cones=False``:
+    an empty (T, 0) record, saving a ``W Xᵀ`` per snapshot).
     ``Ws`` (T, h, d), ``vs`` (T, h) — e.g. ``traj.param("W")``, ``traj.param("a")``."""
     from .. import metrics
 
@@ -494,7 +495,8 @@ def track(times, Ws, vs, X, y) -> Track:
     )
     sr = np.array([metrics.stable_rank(W) for W in Ws])
     sn = np.array([metrics.spectral_norm_sq(W) for W in Ws])
-    return Track(times, al, sr, sn, membership_record(Ws, X, y))
+    rec = membership_record(Ws, X, y) if cones else np.zeros((len(Ws), 0), int)
+    return Track(times, al, sr, sn, rec)
 
 
 # ------------------------------------------------------------------------------
