@@ -633,3 +633,46 @@ def test_search_limit_errors_reads_best_and_worst_start(sym):
     search = L.search_max_margin(sym.X, sym.y, 0.5, width=4, starts=6, seed=0)
     best, worst = L.search_limit_errors(search, X_eval, target, 0.5)
     assert best < 1e-4 and worst > best
+
+
+def test_phase1_time_scale_is_one_for_growth_at_lambda0():
+    lam0, t = 0.3, np.linspace(0, 200, 2001)
+    sigmas = [1e-4, 1e-6, 1e-8]
+    sweeps = [(t, 2.0 * s * np.exp(lam0 * t)) for s in sigmas]
+    t_r, rate = L.phase1_time_scale(sweeps, sigmas, 0.1, lam0)
+    assert np.allclose(t_r, np.log(0.1 / (2.0 * np.asarray(sigmas))) / lam0, atol=1e-6)
+    assert rate == pytest.approx(1.0, abs=1e-6)
+
+
+def test_lemma52_statistics_on_a_run_that_is_pure_top_mode(sym):
+    rng = np.random.default_rng(0)
+    W_bar, a_bar = rng.standard_normal((6, 2)), rng.standard_normal(6)
+    rs = [0.4, 0.2, 0.1]
+    setting = L.phase1_setting(sym.X, sym.y, W_bar, a_bar, 0.5, 0.01, rs)
+    mu = L.mu(sym.X, sym.y)
+    b, mbar = L.embedding_vector(W_bar, a_bar, mu), mu / np.linalg.norm(mu)
+    times = np.array(sorted(v for (r, c), v in setting["T1"].items() if c == 1))
+    r_at = np.array(sorted(rs))  # T1 grows with r: the run is r b̄ (μ̄, 1) + r³ noise
+    noise = 1e-3 * rng.standard_normal((6, 2))  # the same Δw_k/r³ at every r
+    Ws = (
+        r_at[:, None, None] * b[None, :, None] * mbar + noise * r_at[:, None, None] ** 3
+    )
+    As = r_at[:, None] * b[None, :]
+    st = L.lemma52_statistics(
+        times,
+        Ws,
+        As,
+        W_bar,
+        a_bar,
+        sym.X,
+        sym.y,
+        setting["T1"],
+        rs,
+        0.1,
+        setting["lam_eff"],
+    )
+    assert st["slope"] == pytest.approx(3.0)  # residual exactly of order r³
+    assert st["determined"] == 6 and st["align"] < st["align_init"]
+    assert setting["sigma_main"] == pytest.approx(
+        1e-3 * 0.1**3 / (np.sqrt(6) * L.m_norm(W_bar, a_bar))
+    )

@@ -270,3 +270,77 @@ def sigma_sweep(sigmas, errors, gaps, t_max):
     ax.legend()
     plots.fit_titles(fig)
     return fig
+
+
+def phase1_alignment(times, Ws, As, mu_bar, T1, rs, r_main, lam0, m_norms):
+    """Lemma 5.2, one run: every neuron's ``sign(a_k) cos(w_k, μ̄)`` against t with
+    ``T1(r)`` dashed (``T1``: r -> time), and ``‖θ(t)‖_M`` (``m_norms``) against
+    its exponential growth at rate λ0."""
+    fig, axes = plots.panels(1, 2, height=3.6)
+    cosk = np.sign(As) * (Ws @ mu_bar) / np.linalg.norm(Ws, axis=2)
+    axes[0].plot(times, cosk, color="#4c72b0", lw=0.6, alpha=0.6)
+    for r in rs:
+        axes[0].axvline(T1[r], color="k" if r == r_main else "0.6", ls="--", lw=1)
+    axes[0].text(T1[r_main], -0.95, f" $T_1({r_main:g})$")
+    axes[0].set(
+        xlabel="t",
+        ylabel="sign(a_k) cos(w_k, μ̄)",
+        title="every neuron aligns with ±μ̄ (dashed: $T_1(r)$)",
+    )
+    axes[1].semilogy(times, m_norms, label="$\\|\\theta(t)\\|_M$")
+    growth = m_norms[0] * np.exp(lam0 * np.asarray(times))
+    axes[1].semilogy(
+        times, growth, ls=":", label="$\\|\\theta_0\\|_M e^{\\lambda_0 t}$"
+    )
+    axes[1].set(xlabel="t", title="exponential growth at rate λ0")
+    axes[1].legend()
+    plots.fit_titles(fig)
+    return fig
+
+
+def phase1_residuals(rs, residuals, C: float, width: int):
+    """Lemma 5.2's residual ``‖Δθ‖_M`` at ``T1(r)`` against r (seeds x r), with
+    ``C r³/√m`` for the largest C."""
+    fig, ax = plots.panels(height=3.6)
+    for k, res in enumerate(residuals):
+        label = (
+            "measured $\\|\\Delta\\theta\\|_M$, one line per seed" if k == 0 else None
+        )
+        ax.loglog(rs, res, "o-", color="C0", alpha=0.6, label=label)
+    ref = C * np.asarray(rs) ** 3 / np.sqrt(width)
+    ax.loglog(rs, ref, "k:", label="$C r^3/\\sqrt{m}$, largest C")
+    ax.set(
+        xlabel="r",
+        ylabel="$\\|\\Delta\\theta\\|_M$ at $T_1(r)$",
+        title="Lemma 5.2 residual",
+    )
+    ax.legend()
+    plots.fit_titles(fig)
+    return fig
+
+
+def phase1_clock(sigmas, scaled_times):
+    """Lemma 5.2's time scale: ``λ0 t_r(σ)`` against ``ln(1/σ)`` (seeds x σ), with
+    slope 1 (the lemma) and slope 2 (the paper's printed ``μ̃``)."""
+    fig, ax = plots.panels(height=3.6)
+    x = np.log(1 / np.asarray(sigmas))
+    for k, tr in enumerate(scaled_times):
+        label = "measured $\\lambda_0 t_r(\\sigma)$, all seeds" if k == 0 else None
+        ax.plot(x, tr, "o", color="C0", alpha=0.7, label=label)
+    c0 = np.mean(np.asarray(scaled_times)[:, 0] - x[0])
+    ax.plot(x, x + c0, "k--", lw=1, label="slope 1 (Lemma 5.2)")
+    ax.plot(
+        x,
+        2 * (x - x[0]) + x[0] + c0,
+        "r:",
+        lw=1,
+        label="slope 2 (printed $\\tilde\\mu$)",
+    )
+    ax.set(
+        xlabel="ln(1/σ)",
+        ylabel="$\\lambda_0 t_r$",
+        title="time to reach r, in units of 1/λ0",
+    )
+    ax.legend()
+    plots.fit_titles(fig)
+    return fig

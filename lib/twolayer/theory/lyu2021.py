@@ -1033,3 +1033,84 @@ def search_limit_errors(search, X_eval, limit_values, alpha: float):
 
 
 __all__ += ["symmetric_limit_gap", "search_limit_errors"]
+
+
+def phase1_setting(X, y, W_bar, a_bar, alpha: float, lr: float, rs) -> dict:
+    """Lemma 5.2's setting for one draw, checked along GD with step ``lr``:
+    ``lam0`` (λ0), ``lam_eff`` (GD's rate of the top mode, ``ln(1 + lr λ0)/lr``),
+    ``sigma_main`` (``10⁻³ min(r)³ / (√m ‖θ̄0‖_M)``, well inside the lemma's
+    ``σ ≤ r³/(√m ‖θ̄0‖_M)``, so the modes that do not grow stay below the ``r³``
+    term) and ``T1[(r, c)]`` for each ``r`` on the book's clock (``c = 1``) and on
+    the paper's printed one (``c = 2``: λ0 doubled)."""
+    W_bar, a_bar = _wa(W_bar, a_bar)
+    lam0 = lambda0(X, y, alpha)
+    lam_eff = float(np.log1p(lr * lam0) / lr)
+    m = W_bar.shape[0]
+    sigma = 1e-3 * min(rs) ** 3 / (np.sqrt(m) * m_norm(W_bar, a_bar))
+    T1 = {
+        (r, c): phase1_time(r, sigma, W_bar, a_bar, c * lam_eff)
+        for r in rs
+        for c in (1, 2)
+    }
+    return dict(lam0=lam0, lam_eff=lam_eff, sigma_main=float(sigma), T1=T1)
+
+
+def lemma52_statistics(
+    times, Ws, As, W_bar, a_bar, X, y, T1, rs, r_main: float, lam_eff: float
+) -> dict:
+    """Lemma 5.2's consequences on one GD run from ``σ θ̄0`` (snapshots
+    ``Ws``, ``As`` at ``times``; ``T1`` from :func:`phase1_setting`): the
+    residuals ``‖Δθ‖_M`` at ``T1(r)`` for each ``r`` and their log-log slope
+    against ``r`` (order 3) on the book's clock and on the printed one, the
+    constant ``C = max ‖Δθ‖_M √m / r³``, how many neurons have ``r|b̄_k|`` above
+    the residual, and at ``T1(r_main)`` the alignment gap, the alignment in the
+    lemma's units (:func:`alignment_constant`; also of ``θ̄0`` and of the same
+    neurons turned to ``sign(a_k) w*``), ``√m min|b̄_k|``
+    and ``1 − cos(w*, μ̄)``."""
+    mu_vec = mu(X, y)
+
+    def residuals(clock):
+        return [
+            phase1_decomposition_at(
+                times, Ws, As, W_bar, a_bar, mu_vec, T1[r, clock], r, clock * lam_eff
+            )
+            for r in rs
+        ]
+
+    book, printed = residuals(1), residuals(2)
+    res = np.array([d.residual_m_norm for d in book])
+    d = book[list(rs).index(r_main)]
+    k = int(np.argmin(np.abs(np.asarray(times) - T1[r_main, 1])))
+    m = len(d.b)
+    log_r = np.log(rs)
+    w_star = max_margin_separator(X, y)  # neurons along ±w* instead of ±μ̄ (a rival)
+    on_wstar = np.outer(np.sign(As[k]) * np.linalg.norm(Ws[k], axis=1), w_star)
+    return dict(
+        residuals=res,
+        slope=np.polyfit(log_r, np.log(res), 1)[0],
+        slope_printed=np.polyfit(
+            log_r, np.log([p.residual_m_norm for p in printed]), 1
+        )[0],
+        C=float(np.max(res * np.sqrt(m) / np.asarray(rs) ** 3)),
+        determined=int(np.sum(d.r * np.abs(d.b) > d.residual_m_norm)),
+        gap=alignment_gap(Ws[k], As[k], mu_vec),
+        align=alignment_constant(Ws[k], As[k], mu_vec, d.b, d.r),
+        align_init=alignment_constant(W_bar, a_bar, mu_vec, d.b, d.r),
+        align_wstar=alignment_constant(on_wstar, As[k], mu_vec, d.b, d.r),
+        b_min=float(np.sqrt(m) * np.abs(d.b).min()),
+        gap_wstar=float(
+            1 - max_margin_separator(X, y) @ mu_vec / np.linalg.norm(mu_vec)
+        ),
+    )
+
+
+def phase1_time_scale(sweeps, sigmas, r: float, lam0: float):
+    """Lemma 5.2's time scale: for runs from ``σ θ̄0`` (``sweeps``: (times,
+    ``‖θ‖_M`` per snapshot) per σ), the first time ``t_r`` the norm reaches ``r``
+    and ``λ0`` × the slope of ``t_r`` against ``ln(1/σ)`` (1 on the lemma's clock)."""
+    t_r = np.array([first_passage_time(t, norms, r) for t, norms in sweeps])
+    slope = np.polyfit(np.log(1 / np.asarray(sigmas, float)), t_r, 1)[0]
+    return t_r, float(slope * lam0)
+
+
+__all__ += ["phase1_setting", "lemma52_statistics", "phase1_time_scale"]
