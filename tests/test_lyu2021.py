@@ -676,3 +676,15 @@ def test_lemma52_statistics_on_a_run_that_is_pure_top_mode(sym):
     assert setting["sigma_main"] == pytest.approx(
         1e-3 * 0.1**3 / (np.sqrt(6) * L.m_norm(W_bar, a_bar))
     )
+
+
+def test_kkt_candidates_rows_and_bent_residual(sym):
+    search = L.search_max_margin(sym.X, sym.y, 0.5, width=4, starts=6, seed=0)
+    cands = L.kkt_candidates(sym.X, sym.y, 0.5, search)
+    assert cands.shape[1] == 2 and cands[:, 0].max() == pytest.approx(1.0)
+    w = L.max_margin_separator(sym.X, sym.y)
+    row = L.kkt_row(w[None] / 2**0.5, [2**-0.5], sym.X, sym.y, 0.5, 1.0, "one neuron")
+    assert row["start"] == "one neuron" and row["nonlinearity"] < 1e-3
+    assert row["stationarity"] < 1e-6  # ½φ(<w*,x>) is a KKT point on symmetric data
+    assert L.kkt_row(-w[None], [1.0], sym.X, sym.y, 0.5, 1.0, "wrong") is None
+    assert L.bent_kkt_residual(2.4, 0.5) < 1e-6 < L.bent_kkt_residual(2.0, 0.5)

@@ -344,3 +344,45 @@ def phase1_clock(sigmas, scaled_times):
     ax.legend()
     plots.fit_titles(fig)
     return fig
+
+
+def fig1_left_bent(Wb, ab, X, y, W_gf, a_gf, ratio: float, alpha: float):
+    """Fig. 1 left, constructed set: (a) the bent KKT net's boundary with its
+    neurons (arrows), the kink lines of its positive neurons and gradient flow's
+    boundary (green); (b) both nets on the unit circle near ``+e2``."""
+    fig, axes = plots.panels(1, 2, height=3.6)
+    f_b = lambda P: two_layer_output(Wb, ab, P, alpha)  # noqa: E731
+    f_g = lambda P: two_layer_output(W_gf, a_gf, P, alpha)  # noqa: E731
+    plots.decision_boundary(axes[0], f_b, X, y, lim=3.0, n=240)
+    plots.neuron_arrows(axes[0], Wb[ab > 0], plots.POS, 2.0, label="neurons, $a_k>0$")
+    plots.neuron_arrows(axes[0], Wb[ab < 0], plots.NEG, 2.0, label="neuron, $a_k<0$")
+    for w in Wb[ab > 0]:  # kink lines: the data points orthogonal to the neuron
+        axes[0].plot(
+            *np.outer([-3, 3], [-w[1], w[0]] / np.linalg.norm(w)).T, ":", c="0.5"
+        )
+    plots.zero_set(
+        axes[0], f_g, 3.0, n=240, colors="g", linestyles="--", linewidths=1.5
+    )
+    axes[0].plot([], [], "k", label=f"bent KKT net (γ/γ* {ratio:.3f})")
+    axes[0].plot([], [], "g--", label="gradient flow, small init")
+    axes[0].plot([], [], ":", c="0.5", label="kink lines of the $a_k>0$ neurons")
+    axes[0].set_title("(a) a bent KKT-margin direction")
+    deg = np.linspace(60, 120, 241)  # around +e2; around -e2 it is the mirror image
+    circle = np.stack([np.cos(np.radians(deg)), np.sin(np.radians(deg))], 1)
+    for (W, a), style in (((Wb, ab), "k"), ((W_gf, a_gf), "g--")):
+        scale = (W**2).sum() + (a**2).sum()  # ‖θ‖²: f of the unit direction
+        axes[1].plot(deg, two_layer_output(W, a, circle, alpha) / scale, style)
+    axes[1].axhline(0, color="0.6", lw=0.8)
+    axes[1].axvline(90, color="0.6", lw=0.8, ls=":")
+    axes[1].set(
+        xlabel="angle of $x$ (degrees)",
+        ylabel="$f(x)$, $\\|x\\|=1$, $\\|\\theta\\|=1$",
+        xticks=range(60, 121, 15),
+        ylim=(-0.62, 0.22),
+        title="(b) the output on the unit circle, near $+e_2$",
+    )
+    axes[1].legend(
+        *axes[0].get_legend_handles_labels(), loc="lower left", fontsize="small"
+    )
+    plots.fit_titles(fig)
+    return fig

@@ -1114,3 +1114,39 @@ def phase1_time_scale(sweeps, sigmas, r: float, lam0: float):
 
 
 __all__ += ["phase1_setting", "lemma52_statistics", "phase1_time_scale"]
+
+
+def kkt_candidates(X, y, alpha: float, search) -> np.ndarray:
+    """Fig. 1 left: ``(γ / best, KKT stationarity residual)`` of every converged
+    start of a margin search (:func:`search_max_margin`), one row each."""
+    rows = [
+        (g / search.best, kkt_check(W, a, X, y, alpha).stationarity)
+        for g, (W, a) in zip(search.margins, search.solutions)
+        if np.isfinite(g)
+    ]
+    return np.array(rows)
+
+
+def kkt_row(W, a, X, y, alpha: float, gamma_ref: float, start: str):
+    """Fig. 1 left's table of reachable KKT directions: ``start``, the margin over
+    ``gamma_ref``, the KKT stationarity residual and the boundary's nonlinearity
+    (:func:`boundary_nonlinearity`) of a net; ``None`` if it does not separate
+    the data (a failed start)."""
+    if (np.asarray(y) * two_layer_output(W, a, X, alpha)).min() <= 0:
+        return None
+    return dict(
+        start=start,
+        ratio=normalized_margin(W, a, X, y, alpha) / gamma_ref,
+        stationarity=kkt_check(W, a, X, y, alpha).stationarity,
+        nonlinearity=boundary_nonlinearity(W, a, alpha),
+    )
+
+
+def bent_kkt_residual(h: float, alpha: float) -> float:
+    """Clarke KKT residual of :func:`bent_kkt_example` at ``h`` (slopes in
+    ``[α, 1]`` at its kinks): 0 where the construction is a KKT point."""
+    X, y, W, a = bent_kkt_example(h, alpha)
+    return kkt_check(W, a, X, y, alpha, kink_tol=1e-9).stationarity
+
+
+__all__ += ["kkt_candidates", "kkt_row", "bent_kkt_residual"]
