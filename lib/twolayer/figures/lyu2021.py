@@ -386,3 +386,67 @@ def fig1_left_bent(Wb, ab, X, y, W_gf, a_gf, ratio: float, alpha: float):
     )
     plots.fit_titles(fig)
     return fig
+
+
+def embedding_difference(times, diff):
+    """Lemma 5.3: relative difference of the m-neuron run and the embedded
+    two-neuron run along GD, with float64's eps."""
+    fig, ax = plots.panels(height=3.4)
+    ax.semilogy(times[1:], np.maximum(diff[1:], 1e-18), "o-", ms=3)
+    ax.axhline(np.finfo(float).eps, color="k", ls=":", label="float64 eps")
+    ax.set(
+        xlabel="t",
+        ylabel="relative difference",
+        xscale="log",
+        title="Lemma 5.3: m-neuron run vs embedded two-neuron run",
+    )
+    ax.legend()
+    plots.fit_titles(fig)
+    return fig
+
+
+def coupling_distances(sigmas, worst_book, worst_printed):
+    """Lemma 5.4: relative distance to the embedded two-neuron flow, worst over t,
+    against σ (seeds x σ), on the book's clock and on the printed one."""
+    fig, ax = plots.panels(height=3.4)
+    for k, (book, printed) in enumerate(zip(worst_book, worst_printed)):
+        first = k == 0
+        ax.loglog(
+            sigmas,
+            book,
+            "o-",
+            color="C0",
+            alpha=0.6,
+            label="book's λ0, worst t, one line per seed" if first else None,
+        )
+        ax.loglog(
+            sigmas,
+            printed,
+            "k:",
+            alpha=0.6,
+            label="paper's printed λ0" if first else None,
+        )
+    ax.set(xlabel="init scale σ", ylabel="relative distance to π_b̄(θ̃(t))")
+    ax.legend(fontsize="small")
+    plots.fit_titles(fig)
+    return fig
+
+
+def distance_to_limit(curves, phase1_dist: float):
+    """Thm 5.5: distance of θ/‖θ‖ to ½(w*, −w*, 1, −1) against ``log10 t``
+    (``curves``: (times, distances) per seed) and the phase-I direction's."""
+    fig, ax = plots.panels(height=3.4)
+    for k, (t, d) in enumerate(curves):
+        label = "gradient flow, one line per seed" if k == 0 else None
+        ax.semilogy(
+            np.log10(np.maximum(t, 1e-1)), d, color="C0", alpha=0.7, label=label
+        )
+    ax.axhline(phase1_dist, color="C1", ls="--", label="phase-I direction ½(μ̄,−μ̄,1,−1)")
+    ax.set(
+        xlabel="flow time $\\log_{10} t$",
+        ylabel="‖θ/‖θ‖ − ½(w*,−w*,1,−1)‖",
+        title="distance to the predicted limit",
+    )
+    ax.legend(fontsize="small")
+    plots.fit_titles(fig)
+    return fig
