@@ -13,7 +13,7 @@ from twolayer import models
 from twolayer.data import symmetric_augment, uniform_disk_linear
 from twolayer.models import TwoLayerNet, two_layer_output
 from twolayer.theory import lyu2021 as L
-from twolayer.theory.margins import NotSeparableError
+from twolayer.theory.margins import NotSeparableError, margin_gradients
 
 
 @pytest.fixture(scope="module")
@@ -345,7 +345,7 @@ def test_the_kkt_systems_jacobian_is_the_derivative_of_its_residual():
 
     def residual(z):
         W, a = z[: m * d].reshape(m, d), z[m * d : k]
-        G = L._margin_gradients(W, a, X, y, alpha)
+        G = margin_gradients(W, a, X, y, alpha)
         return np.r_[z[:k] - G.T @ z[k:], y * two_layer_output(W, a, X, alpha) - 1]
 
     z = np.r_[rng.standard_normal(k), rng.random(n)]
