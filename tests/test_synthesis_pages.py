@@ -7,6 +7,7 @@ import pytest
 
 from twolayer import regimes, synthesis
 from twolayer.figures import synthesis as figures
+from twolayer.theory.margins import NotSeparableError
 
 
 def test_last_takes_the_final_entry_of_series_and_scalars():
@@ -62,6 +63,8 @@ def test_lyu_limits_counts_draws_from_the_first_seed(monkeypatch):
     seen = []
 
     def fake(seed, init_scale, n_snapshots=60, **kw):
+        if seed == 12:
+            raise NotSeparableError("draw 12")
         seen.append((seed, init_scale))
         err = 0.2 if seed == 7 else 0.01 * (seed + 1)
         return dict(
@@ -74,7 +77,8 @@ def test_lyu_limits_counts_draws_from_the_first_seed(monkeypatch):
 
     monkeypatch.setattr(synthesis, "lyu_limit_run", fake)
     L = synthesis.lyu_limits(range(5, 10), 1e-4, 3.0, n_draws=20)
-    assert [s for s, sc in seen if sc == 1e-4] == list(range(5, 25))
+    assert [s for s, sc in seen if sc == 1e-4] == [*range(5, 12), *range(13, 26)]
+    assert L["skipped"] == [12] and L["quotes"]["lyu_skipped"] == 1
     assert [s for s, sc in seen if sc == 3.0] == list(range(5, 10))
     assert len(L["err"]) == 20 and len(L["runs"]) == 5
     assert L["phase1_best"] == pytest.approx(0.5 - 0.09)  # the best of draws 5-9

@@ -905,13 +905,19 @@ def lyu_limits(
     seeds, init_scale: float, large_scale: float, n_draws: int = 20, **kw
 ) -> dict:
     """The limits page's Lyu et al. runs (:func:`lyu_limit_run`): ``n_draws`` draws
-    from the first seed (Thm 4.3's probability is over the initialisation) with
+    from the first seed (Thm 4.3's probability is over the initialisation; a draw
+    whose data are not linearly separable, outside the theorem, is ``skipped``) with
     each draw's final gap ``err``, margin ratio ``margin_all``, phase I's rival
     ``err_phase1`` (``phase1_best``: the best of the first ``len(seeds)``) and
     ``good_embedding``; the first ``len(seeds)`` draws (``runs``, the figure) also
     from the large init, whose final margin ratio is ``big_margin``; with quotes."""
-    first = seeds[0]
-    small = [lyu_limit_run(first + i, init_scale, **kw) for i in range(n_draws)]
+    small, skipped, draw = [], [], seeds[0]
+    while len(small) < n_draws:  # Thm 4.3 assumes linearly separable data
+        try:
+            small.append(lyu_limit_run(draw, init_scale, **kw))
+        except NotSeparableError:
+            skipped.append(draw)
+        draw += 1
     large = [lyu_limit_run(s, large_scale, n_snapshots=3, **kw) for s in seeds]
     runs = small[: len(seeds)]
     err, phase1 = last(small, "err"), last(small, "err_phase1")
@@ -925,7 +931,9 @@ def lyu_limits(
         good_embedding=last(small, "good_embedding").astype(bool),
         margin_all=last(small, "margin"),
         big_margin=big_margin,
+        skipped=skipped,
         quotes=dict(
+            lyu_skipped=len(skipped),
             lyu_err=err[: len(seeds)].max(),
             lyu_err_8=max(at_1e8),
             lyu_err_phase1=phase1[: len(seeds)].min(),
