@@ -202,3 +202,43 @@ def test_move_figures_draw_one_marker_per_draw():
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()][1] == "hints: linear"
     mixed, same = regimes.width2_gaps(m)
     assert len(figures.width2_move(mixed, same, 0.05).axes) == 1
+
+
+def _clause(failed, with_event, events, large_runs=100):
+    return pd.DataFrame(
+        dict(
+            m=[2, 3],
+            runs=[100, 100],
+            bound=[0.5, 0.75],
+            failed=failed,
+            event=events,
+            failed_with_event=with_event,
+            fail_rate=[f / 100 for f in failed],
+            large_runs=[large_runs, 100],
+            large_fail_rate=[0.9, 0.8],
+            successes=[None, None],
+            no_event=[None, None],
+            rival=[None, None],
+        )
+    )
+
+
+def test_clause_summary_sums_over_widths():
+    clauses = {
+        "Lyu Thm 4.3": _clause([40, 30], [30, 20], [45, 25], large_runs=97),
+        "Phuong Thm 1": _clause([0, 1], [0, 1], [5, 4]),
+    }
+    table, q = regimes.clause_summary(clauses)
+    assert len(table) == 4 and "successes" not in table
+    assert q["lyu_failed_total"] == 70 and q["lyu_failed_event"] == 50
+    assert q["lyu_failed_outside"] == 20 and q["lyu_event_total"] == 70
+    assert q["lyu_fail_m3"] == pytest.approx(0.3) and q["phuong_failed_total"] == 1
+    assert q["large_fail_min"] == pytest.approx(0.8) and q["large_stopped"] == 3
+
+
+def test_alpha_quotes_count_stalled_draws():
+    drops = {0.0: np.array([-0.5, -0.6, -0.1]), 0.5: np.array([0.0, -0.3, 0.1])}
+    q = regimes.alpha_quotes(drops, 0.5, -0.24)
+    assert q["alpha_stalled"] == pytest.approx(2 / 3)
+    assert q["relu_stalled"] == pytest.approx(1 / 3)
+    assert q["relu_drop_hi"] == pytest.approx(-0.1) and q["leaky_drop_lo"] == -0.3

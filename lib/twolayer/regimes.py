@@ -769,6 +769,29 @@ def clauses(grids, lyu: float, phuong: float) -> dict:
     }
 
 
+def clause_summary(clauses):
+    """The probability clauses (:func:`clauses`) as one table, a row per theorem
+    and width (the per-run flags left out), and the prose's quotes: failures and
+    events summed over the widths, Lyu's failure rate at ``m = 3``, and the rival's
+    lowest failure rate and stopped flows."""
+    import pandas as pd
+
+    table = pd.concat(clauses, names=["theorem", "row"]).reset_index(level=0)
+    table = table.drop(columns=["successes", "no_event", "rival"])
+    lyu, phuong = clauses["Lyu Thm 4.3"], clauses["Phuong Thm 1"]
+    quotes = dict(
+        lyu_failed_total=int(lyu.failed.sum()),
+        lyu_failed_event=int(lyu.failed_with_event.sum()),
+        lyu_event_total=int(lyu.event.sum()),
+        lyu_failed_outside=int((lyu.failed - lyu.failed_with_event).sum()),
+        lyu_fail_m3=float(lyu.fail_rate[lyu.m == 3].iloc[0]),
+        phuong_failed_total=int(phuong.failed.sum()),
+        large_fail_min=float(table.large_fail_rate.min()),
+        large_stopped=int((table.runs - table.large_runs).sum()),
+    )
+    return table.round(3), quotes
+
+
 def mu_move(frame, threshold: float) -> dict:
     """The μ move from the ``moves_draws`` grid (stopped points left out, counted):
     every draw of every spread (``mu``), those with ``μ < 0`` (``neg``), the
@@ -801,6 +824,19 @@ def mu_move(frame, threshold: float) -> dict:
             t1_max=pos.t1.max(),
             t_scale_max=pos.t_scale.max(),
         ),
+    )
+
+
+def alpha_quotes(drops, alpha: float, stall: float) -> dict:
+    """The α move's quotes: the fraction of draws that stall (``Δ > stall``) at
+    ``alpha`` and under ReLU, the largest ReLU ``Δ`` and the smallest at ``alpha``
+    (``drops``: :func:`alpha_drops`)."""
+    return dict(
+        alpha_leaky=alpha,
+        alpha_stalled=float((drops[alpha] > stall).mean()),
+        relu_stalled=float((drops[0.0] > stall).mean()),
+        relu_drop_hi=float(drops[0.0].max()),
+        leaky_drop_lo=float(drops[alpha].min()),
     )
 
 
