@@ -160,3 +160,44 @@ def test_report_ranges_over_cone_reports():
     assert r["x_mono_max"] == 1 and len(r) == 14
     with pytest.raises(ValueError):
         M.report_ranges([])
+
+
+def test_linear_rival_halves_where_its_loss_does():
+    ds = data.opposite_cones(12, 4, 0.5, seed=3)
+    rng = np.random.default_rng(3)
+    W, v = 1e-3 * rng.normal(size=(6, 4)), 1e-3 * rng.normal(size=6)
+    summary, half, srank = M.linear_rival(
+        W, v, ds.X, ds.y, 0.05, 400, range(0, 401, 10)
+    )
+    _, Ws, vs = M.linear_gd(W, v, ds.X, ds.y, 0.05, 400, range(0, 401, 10))
+    # the linear net's output is u·x with u = W^T v: its loss by hand
+    loss = [
+        np.log1p(np.exp(-ds.y * (ds.X @ (Wk.T @ vk)))).sum() for Wk, vk in zip(Ws, vs)
+    ]
+    k = next(i for i, L in enumerate(loss) if L <= loss[0] / 2)
+    assert half == summary.t_half == 10 * k
+    s = np.linalg.svd(Ws[k], compute_uv=False)
+    assert srank == pytest.approx((s**2).sum() / s[0] ** 2)
+
+
+def test_alignment_phase_stats_against_the_network():
+    import torch
+
+    ds = data.opposite_cones(10, 3, 0.4, seed=2)
+    rng = np.random.default_rng(2)
+    growth = np.geomspace(1e-3, 30, 8)[:, None, None]
+    Ws = growth * rng.normal(size=(1, 5, 3)) + 0.01 * rng.normal(size=(8, 5, 3))
+    vs = growth[:, :, 0] * rng.normal(size=(1, 5))
+    out = M.alignment_phase_stats(np.arange(8) * 10, Ws, vs, ds.X, ds.y, lr=0.01)
+    net = models.TwoLayerNet(3, 5, init="gaussian", init_scale=1.0, seed=0)
+    with torch.no_grad():
+        net.W.copy_(torch.tensor(Ws[0]))
+        net.a.copy_(torch.tensor(vs[0]))
+        f0 = float(net(torch.tensor(ds.X)).abs().max())
+    assert out["f0"] == pytest.approx(f0)
+    r = 0.01 * max(np.linalg.norm(x) for x in M.aggregate_data(ds.X, ds.y)) / 2
+    assert out["t_esc"] == pytest.approx(np.log(1 / f0) / (2 * r))
+    k = M.small_output_end(Ws, vs, ds.X)
+    assert out["phase_it"] == 10 * k
+    mono = M.monotonicity_violations(Ws[: k + 1], np.sign(vs[: k + 1]), ds.X, ds.y)
+    assert out["mono_frac"] == pytest.approx(100 * mono.sum() / (k * 5 * 10))

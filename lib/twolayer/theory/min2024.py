@@ -1199,3 +1199,40 @@ def report_ranges(reports, prefix: str = "") -> dict:
         out[f"{prefix}{name}_min"] = min(values)
         out[f"{prefix}{name}_max"] = max(values)
     return out
+
+
+def linear_rival(
+    W, v, X, y, lr: float, steps: int, snapshot_steps, level: float = 0.9
+) -> tuple[PhaseSummary, int, float]:
+    """Fig 5's linear rival: :func:`linear_gd` from ``(W, v)`` (the first seed's
+    init), its :func:`phase_summary`, the iteration where its loss first halves and
+    the stable rank ``‖W‖_F²/‖W‖_2²`` there."""
+    it, Ws, vs = linear_gd(W, v, X, y, lr, steps, snapshot_steps)
+    loss = [logistic_loss(Wk, vk, X, y, linear=True) for Wk, vk in zip(Ws, vs)]
+    summary = phase_summary(it, loss, Ws, vs, X, y, level)  # raises if no halving
+    k = halving_index(loss)
+    from ..metrics import stable_rank
+
+    return summary, int(it[k]), float(stable_rank(Ws[k]))
+
+
+def alignment_phase_stats(it, Ws, vs, X, y, lr: float) -> dict:
+    """Fig 5's small-output phase of one run (snapshots at iterations ``it``): its
+    last iteration ``phase_it`` (:func:`small_output_end`), the eqs. 7–8 violations
+    there as a percentage of the (neuron, point, snapshot) transitions
+    (``mono_frac``) and the neurons with any (``mono_neurons``), the initial output
+    scale ``f0 = max_i |f(x_i)|`` and the escape-time estimate ``t_esc``
+    (:func:`escape_iterations`) at step ``lr``."""
+    Ws = np.asarray(to_numpy(Ws), dtype=float)
+    vs = np.asarray(to_numpy(vs), dtype=float)
+    X, y = as_xy(X, y)
+    k = small_output_end(Ws, vs, X)
+    mono = monotonicity_violations(Ws[: k + 1], np.sign(vs[: k + 1]), X, y)
+    f0 = max_output(Ws[0], vs[0], X)
+    return dict(
+        phase_it=int(np.asarray(it)[k]),
+        mono_frac=100 * mono.sum() / (k * Ws.shape[1] * X.shape[0]),
+        mono_neurons=int((mono > 0).sum()),
+        f0=f0,
+        t_esc=escape_iterations(lr, *aggregate_data(X, y), f0),
+    )
