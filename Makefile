@@ -45,7 +45,8 @@ variants: $(STAMP)
 	$(BIN)/twolayer execute --variants --jobs 1
 
 slow: $(STAMP)
-	$(BIN)/python -m pytest tests -m "slow" -q
+	# mostly waiting (kernels starting, sleeps, interrupts): two test files at a time
+	$(BIN)/python -m pytest tests -m "slow" -q -n 2 --dist loadfile
 
 site: book slow
 
