@@ -54,7 +54,7 @@ class _Run:
     def finish(self) -> None:
         import nbformat
 
-        from .runner import commit, kernel_threads, record
+        from .runner import commit_entry, finish_entry, kernel_threads
 
         seconds = time.perf_counter() - self.start
         for name in (CLAIMS_ENV, PAGE_ENV):
@@ -71,7 +71,7 @@ class _Run:
             nbformat.write(nb, self.tmp / "notebook.ipynb")
             capability = os.environ.get("ATEN_CPU_CAPABILITY", "native")
             executor = f"nbval (`make notebooks`, ATEN_CPU_CAPABILITY={capability})"
-            record(
+            finish_entry(
                 self.paths,
                 self.nb,
                 self.key,
@@ -81,7 +81,7 @@ class _Run:
                 kernel_threads(),
                 executor=executor,
             )
-            commit(self.paths, self.key, self.tmp)
+            commit_entry(self.paths, self.key, self.tmp)
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
 

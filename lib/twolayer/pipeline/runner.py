@@ -177,12 +177,12 @@ def execute_one(
                     continue
                 raise
         seconds = time.perf_counter() - start
-        record(paths, nb, key, params, tmp, seconds, threads)
+        finish_entry(paths, nb, key, params, tmp, seconds, threads)
         if not _parent_alive(parent):
             raise KeyboardInterrupt(
                 "the build that started this run is gone; nothing is cached"
             )
-        final = commit(paths, key, tmp)
+        final = commit_entry(paths, key, tmp)
         claims = (
             json.loads((final / "claims.json").read_text())["claims"]
             if (final / "claims.json").exists()
@@ -215,7 +215,7 @@ def execute_one(
             os._exit(128 + signal.SIGTERM)
 
 
-def record(
+def finish_entry(
     paths: Paths,
     nb: str,
     key: str,
@@ -252,7 +252,7 @@ def record(
     return meta
 
 
-def commit(paths: Paths, key: str, tmp: Path) -> Path:
+def commit_entry(paths: Paths, key: str, tmp: Path) -> Path:
     """Rename a completed run folder into the cache as the entry of ``key``."""
     final = paths.cache / key
     if final.exists():
