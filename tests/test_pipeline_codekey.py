@@ -92,7 +92,7 @@ def test_one_helper_for_every_store():
     assert memo.canonical is codekey.canonical
     assert imports.file_digest is codekey.file_digest
     assert sweep.file_digest is codekey.file_digest
-    for fn in (regimes.code_key, regimes.moves_draws_key):
+    for fn in (regimes.code_key, regimes.source_closure):
         assert "canonical(" in inspect.getsource(fn)
     assert not hasattr(regimes, "_canonical")
     for fn in (memo.code_fingerprint, imports.library_fingerprint, sweep.code_key):

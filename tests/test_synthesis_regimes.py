@@ -101,7 +101,7 @@ def test_compute_records_errors_and_keys():
         ],
     )
     assert f["error"].iloc[0] == "" and f["error"].iloc[1] != ""
-    assert (f["code_key"] == regimes.code_key()).all()
+    assert (f["code_key"] == regimes.grid_key("sarussi")).all()
     with pytest.raises(ValueError, match="name must be one of"):
         regimes.compute("nope")
 
@@ -200,3 +200,23 @@ def test_moves_draws_point_kinds():
     assert set(out) >= {"gap_1e+100", "gap_1e+300"}
     with pytest.raises(ValueError, match="kind must be one of"):
         regimes.moves_draws_point("nope", 0.0, 0)
+
+
+def test_grid_key_follows_the_code_its_points_run(monkeypatch):
+    """A grid's key covers the library functions its points call, transitively, and
+    the constants they read; a function no point calls does not enter it."""
+    from twolayer.theory import lyu2021, sarussi2021
+
+    names = dict(regimes.source_closure([regimes.lyu_point]))
+    assert "twolayer.theory.lyu2021.limit_error" in names
+    assert not any(n.startswith("twolayer.theory.sarussi2021") for n in names)
+    key = regimes.grid_key("lyu")
+    monkeypatch.setattr(sarussi2021, "par_svm", lambda *a: None)
+    assert regimes.grid_key("lyu") == key, "an unrelated edit made the grid stale"
+
+    def limit_error(*args):  # an edit of a function the points call
+        return 0.0
+
+    limit_error.__module__ = "twolayer.theory.lyu2021"
+    monkeypatch.setattr(lyu2021, "limit_error", limit_error)
+    assert regimes.grid_key("lyu") != key, "an edit of a called function kept the key"

@@ -55,41 +55,15 @@ PROBABILITY_SCALE = 1e-4
 # thresholds of the limits, the same as the limits page's (fixed from theory before the
 # runs)
 THRESHOLDS = dict(phuong=1e-3, lyu=0.05, sarussi=1e-3, min_aligned=1.0, stable_rank=2.0)
-_CODE = (
-    "data.py",
-    "models.py",
-    "metrics.py",
-    "flows/integrator.py",
-    "theory/phuong2021.py",
-    "theory/min2024.py",
-    "theory/lyu2021.py",
-    "theory/sarussi2021.py",
-    "theory/margins.py",
-)
-# the functions (of this module and of twolayer.synthesis) that compute a grid point
-_FUNCTIONS = (
-    "lyu_data",
-    "sarussi_data",
-    "phuong_min_point",
-    "lyu_point",
-    "sarussi_point",
-    "lyu_probability_point",
-    "phuong_probability_point",
-    "synthesis.synthesis_data",
-    "synthesis.max_margin_pair",
-)
+_CODE = ("data.py", "models.py", "flows/integrator.py", "flows/steps.py")
 LATE_TIMES = (1e100, 1e150, 1e200, 1e250, 1e300)
 
 
 def code_key() -> str:
-    """Hash of what computes a grid point (first 12 hex digits): the library files it
-    uses, the source of its functions here and in :mod:`twolayer.synthesis`, and the
-    grid's settings, each as a syntax tree (:func:`twolayer.codekey.canonical`:
-    reformatting, comments and docstrings keep the key). Editing anything else (the
-    plotting, the pages) keeps it."""
-    import inspect
-
-    from . import synthesis
+    """Hash of what every grid shares (first 12 hex digits): the files that build a
+    dataset, a network and a flow (:data:`_CODE`) and the grids' settings, as syntax
+    trees (:func:`twolayer.codekey.canonical`: reformatting, comments and docstrings
+    keep the key). What a grid's points compute is added by :func:`grid_key`."""
     from .codekey import canonical
 
     lib = Path(__file__).resolve().parent
@@ -97,26 +71,80 @@ def code_key() -> str:
     for rel in _CODE:
         h.update(rel.encode())
         h.update(canonical((lib / rel).read_text()))
-    module = sys.modules[__name__]
-    for name in _FUNCTIONS:
-        owner, _, attr = name.rpartition(".")
-        fn = getattr(synthesis if owner == "synthesis" else module, attr)
-        h.update(canonical(inspect.getsource(fn)))
-    h.update(
-        repr(
-            (
-                SCALES,
-                WIDTHS,
-                SEEDS,
-                PROBABILITY_WIDTHS,
-                PROBABILITY_SEEDS,
-                PROBABILITY_SCALE,
-                T_MAX,
-                LATE_TIMES,
-            )
-        ).encode()
-    )
+    settings = (SCALES, WIDTHS, SEEDS, PROBABILITY_WIDTHS, PROBABILITY_SEEDS)
+    h.update(repr((*settings, PROBABILITY_SCALE, T_MAX, LATE_TIMES)).encode())
     return h.hexdigest()[:12]
+
+
+def _resolve(node, names: dict):
+    """The object an ``ast.Name`` or ``module.attr`` node refers to, or None."""
+    import ast
+    import inspect
+
+    if isinstance(node, ast.Name):
+        return names.get(node.id)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        owner = names.get(node.value.id)
+        if inspect.ismodule(owner):
+            return getattr(owner, node.attr, None)
+    return None
+
+
+def _local_imports(tree, module) -> dict:
+    """Names bound by ``import`` statements inside a function's body."""
+    import ast
+    import importlib
+
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            mod = importlib.import_module(base, package=module.__package__)
+            for alias in node.names:
+                value = getattr(mod, alias.name, None)
+                if value is None:
+                    value = importlib.import_module(f"{mod.__name__}.{alias.name}")
+                out[alias.asname or alias.name] = value
+    return out
+
+
+def source_closure(roots) -> list[tuple[str, str]]:
+    """The library code a grid point runs: the source (syntax tree) of each root
+    function and, transitively, of every function or class of the ``twolayer``
+    library it names (``f``, ``module.f``, names imported inside the body), plus the
+    value of every module constant it reads. Files hashed whole (:data:`_CODE`) are
+    not walked. So a new function in a theory module, or an edit of one no grid
+    point calls, keeps the grids current; an edit of one they call makes them stale."""
+    import ast
+    import inspect
+    import textwrap
+
+    from .codekey import canonical
+
+    whole = {"twolayer." + rel[:-3].replace("/", ".") for rel in _CODE}
+    seen: dict[str, str] = {}
+    stack = list(roots)
+    while stack:
+        obj = inspect.unwrap(stack.pop())
+        name = f"{obj.__module__}.{obj.__qualname__}"
+        if name in seen:
+            continue
+        src = textwrap.dedent(inspect.getsource(obj))
+        seen[name] = canonical(src).hex()
+        module = sys.modules[obj.__module__]
+        tree = ast.parse(src)
+        names = {**vars(module), **_local_imports(tree, module)}
+        for node in ast.walk(tree):
+            value = _resolve(node, names)
+            owner = getattr(value, "__module__", "") or ""
+            if inspect.isfunction(value) or inspect.isclass(value):
+                if owner.startswith("twolayer.") and owner not in whole:
+                    stack.append(value)
+            elif isinstance(node, ast.Name) and isinstance(
+                value, (int, float, str, tuple, frozenset)
+            ):
+                seen[f"{module.__name__}.{node.id}"] = repr(value)
+    return sorted(seen.items())
 
 
 def _commit() -> str:
@@ -350,29 +378,6 @@ def moves_draws_point(kind: str, value: float, seed: int) -> dict:
     return dict(kind=kind, value=value, seed=seed, **out)
 
 
-def moves_draws_key(base: str | None = None) -> str:
-    """The code key of the ``moves_draws`` grid: :func:`code_key`, the grid and the
-    source of the synthesis functions it runs."""
-    import inspect
-
-    from . import synthesis
-    from .codekey import canonical
-
-    base = code_key() if base is None else base
-    h = hashlib.sha256(f"{base} {DRAW_MOVES!r} {DRAWS!r}".encode())
-    h.update(canonical(inspect.getsource(moves_draws_point)))
-    for fn in (
-        synthesis.mu_move,
-        synthesis.leaky_move,
-        synthesis.width2_move,
-        synthesis.move_point,
-        synthesis.nonsymmetric_data,
-        synthesis.live_gap,
-    ):
-        h.update(canonical(inspect.getsource(fn)))
-    return h.hexdigest()[:12]
-
-
 # the hint move (Lyu Def. 6.1 on the overlay's data): with and without the hints on the
 # same draws, and a tolerance check of the stiff hinted flows on the first draws
 HINTED_KINDS = dict(hinted=DRAWS, symmetric=DRAWS, hinted_fine=DRAWS[:3])
@@ -389,21 +394,6 @@ def hinted_draws_point(kind: str, seed: int) -> dict:
         raise ValueError(f"kind must be one of {sorted(HINTED_KINDS)}, got {kind!r}")
     out = synthesis.hinted_move(seed, kind != "symmetric", rtol=HINTED_RTOL[kind])
     return dict(kind=kind, seed=seed, **out)
-
-
-def hinted_draws_key(base: str | None = None) -> str:
-    """The code key of the ``hinted_draws`` grid: :func:`code_key`, the grid and the
-    source of the synthesis functions it runs."""
-    import inspect
-
-    from . import synthesis
-    from .codekey import canonical
-
-    base = code_key() if base is None else base
-    h = hashlib.sha256(f"{base} {HINTED_KINDS!r} {HINTED_RTOL!r}".encode())
-    for fn in (hinted_draws_point, synthesis.hinted_move, synthesis.hypotheses):
-        h.update(canonical(inspect.getsource(fn)))
-    return h.hexdigest()[:12]
 
 
 POINTS = dict(
@@ -444,17 +434,19 @@ def _grid(name: str) -> list[dict]:
 
 
 def grid_key(name: str, base: str | None = None) -> str:
-    """The code key a stored grid ``name`` is checked against: :func:`moves_draws_key`
-    for the moves, :func:`code_key` with :data:`LARGE_SCALE` for the probability rivals,
-    else :func:`code_key` (``base``: that key, if already computed)."""
+    """The code key a stored grid ``name`` is checked against: :func:`code_key`
+    (``base``, if already computed), the grid's own settings and the library code its
+    points run (:func:`source_closure` of its point function)."""
     base = code_key() if base is None else base
+    h = hashlib.sha256(f"{base} {name}".encode())
     if name == "moves_draws":
-        return moves_draws_key(base)
-    if name == "hinted_draws":
-        return hinted_draws_key(base)
-    if name.endswith("_large"):
-        return hashlib.sha256(f"{base} {LARGE_SCALE!r}".encode()).hexdigest()[:12]
-    return base
+        h.update(f"{DRAW_MOVES!r} {DRAWS!r}".encode())
+    elif name == "hinted_draws":
+        h.update(f"{HINTED_KINDS!r} {HINTED_RTOL!r}".encode())
+    elif name.endswith("_large"):
+        h.update(repr(LARGE_SCALE).encode())
+    h.update(repr(source_closure([POINTS[name]])).encode())
+    return h.hexdigest()[:12]
 
 
 def _timed(name: str, point: dict) -> dict:
