@@ -158,7 +158,7 @@ def test_monotonicity_violations_counts_forbidden_changes():
 
 def test_lemma1_error_small_along_gradient_flow_and_below_lemma4_bound():
     ds = _two_cones()
-    net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-5, seed=0)
+    net = models.TwoLayerNet(2, 8, init="balanced", init_scale=1e-5, seed=0)
     W0, _ = net.weights()
     gf = flows.gradient_flow(
         net,
@@ -197,7 +197,7 @@ def test_weighted_gradients_match_torch_autograd():
     import torch
 
     ds = _two_cones()
-    net = models.TwoLayerNet(2, 5, init="gaussian", scale=0.5, seed=3)
+    net = models.TwoLayerNet(2, 5, init="gaussian", init_scale=0.5, seed=3)
     loss = flows.logistic_loss(torch.tensor(ds.y) * net(torch.tensor(ds.X)), "sum")
     loss.backward()
     W, a = net.weights()
@@ -309,7 +309,7 @@ def test_paper_time_is_the_flow_time_of_the_papers_loss():
     from twolayer import data, flows, models
 
     ds = data.two_gaussians(12, 3, seed=0)
-    net = models.TwoLayerNet(3, 4, init="gaussian", scale=0.5, seed=1)
+    net = models.TwoLayerNet(3, 4, init="gaussian", init_scale=0.5, seed=1)
     s, steps = 0.02, 400
     paper = copy.deepcopy(net)  # Euler steps of the paper's flow: gradient of 2 * sum
     opt = torch.optim.SGD(paper.parameters(), lr=s / steps)
@@ -404,7 +404,7 @@ def test_logistic_loss_against_the_network_output():
 
 def test_run_cones_is_cone_report_of_the_run():
     ds = data.opposite_cones(10, 2, 0.4, seed=0)
-    net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-6, seed=0)
+    net = models.TwoLayerNet(2, 8, init="balanced", init_scale=1e-6, seed=0)
     W, v = net.weights()
     run = flows.gd(
         net, ds, lr=2e-3, steps=200, reduction="sum", snapshot_steps=range(201)
@@ -423,7 +423,7 @@ def test_run_cones_is_cone_report_of_the_run():
 
 def test_loss_and_growth_reads_the_snapshot_at_the_step():
     ds = data.opposite_cones(10, 3, 0.4, seed=1)
-    net = models.TwoLayerNet(3, 6, init="balanced", scale=1e-2, seed=1)
+    net = models.TwoLayerNet(3, 6, init="balanced", init_scale=1e-2, seed=1)
     run = flows.gd(
         net, ds, lr=1e-2, steps=30, reduction="sum", snapshot_steps=[0, 10, 30]
     )
@@ -461,7 +461,7 @@ def test_live_cosines_shortcut_equals_the_full_activation_check():
 
 def test_phase_summary_equals_the_per_snapshot_definitions():
     ds = data.opposite_cones(16, 5, 0.5, seed=2)
-    net = models.TwoLayerNet(5, 12, init="gaussian", scale=1e-4, seed=2)
+    net = models.TwoLayerNet(5, 12, init="gaussian", init_scale=1e-4, seed=2)
     run = flows.gd(
         net, ds, lr=0.05, steps=600, reduction="sum", snapshot_steps=range(0, 601, 10)
     )

@@ -77,7 +77,7 @@ def test_entry_time_law_predicts_gradient_flow_of_a_balanced_neuron():
     theta = 0.05
     ds = data.two_point_set(theta)
     net = models.TwoLayerNet(
-        2, 8, init="balanced", scale=1e-12, seed=3, signs=np.ones(8)
+        2, 8, init="balanced", init_scale=1e-12, seed=3, signs=np.ones(8)
     )
     W0, _ = net.weights()
     phi0 = M.entry_angle(W0, ds.X[0], ds.X[1])
@@ -135,7 +135,8 @@ def test_thm1_eps_condition_and_loss_rate_ratio():
 def test_phase_summary_on_a_small_toy_run_and_join_runs():
     ds = _toy()
     nets = [
-        models.TwoLayerNet(2, 10, init="gaussian", scale=1e-4, seed=s) for s in (0, 1)
+        models.TwoLayerNet(2, 10, init="gaussian", init_scale=1e-4, seed=s)
+        for s in (0, 1)
     ]
     a = flows.gd_many(
         nets, ds, lr=0.01, steps=300, reduction="sum", snapshot_steps=range(0, 301, 10)
@@ -159,7 +160,7 @@ def test_phase_summary_on_a_small_toy_run_and_join_runs():
 
 def test_cone_report_small_init_reaches_cones():
     ds = _toy()
-    net = models.TwoLayerNet(2, 12, init="balanced", scale=1e-6, seed=0)
+    net = models.TwoLayerNet(2, 12, init="balanced", init_scale=1e-6, seed=0)
     W0, v0 = net.weights()
     run = flows.gd(
         net, ds, lr=0.01, steps=600, reduction="sum", snapshot_steps=range(0, 601, 5)
@@ -179,7 +180,7 @@ def test_cone_report_small_init_reaches_cones():
 
 def test_alignment_escape_orders_alignment_before_escape_at_small_eps():
     ds = _toy()
-    net = models.TwoLayerNet(2, 10, init="balanced", scale=1e-8, seed=0)
+    net = models.TwoLayerNet(2, 10, init="balanced", init_scale=1e-8, seed=0)
     run = flows.gd(
         net, ds, lr=0.01, steps=1500, reduction="sum", snapshot_steps=range(0, 1501, 5)
     )
@@ -191,7 +192,7 @@ def test_alignment_escape_orders_alignment_before_escape_at_small_eps():
 
 def test_lemma3_ratios_below_one_on_a_small_balanced_flow():
     ds = _toy()
-    net = models.TwoLayerNet(2, 8, init="balanced", scale=1e-4, seed=0)
+    net = models.TwoLayerNet(2, 8, init="balanced", init_scale=1e-4, seed=0)
     W0, _ = net.weights()
     lb = M.lemma1_bound(ds.X, W0, 1e-4)
     grid = np.linspace(0, float(M.book_time(lb.horizon)), 21)
