@@ -4,9 +4,8 @@
   characters, on the library and the tests (configuration in ``pyproject.toml``'s
   ``[tool.ruff]``);
 * the same two ruff commands on the book's notebooks;
-* no code cell over :data:`MAX_CELL_LINES` lines — gated by
-  ``TWOLAYER_STYLE_NOTEBOOKS=1`` until the last chapter is clean (issue 34: seven
-  Sarussi cells, six of them figures, remain); then the gate goes.
+* no code cell over :data:`MAX_CELL_LINES` lines (a long cell is split, or its
+  computation or figure moves to the library).
 
 ``ruff format`` fixes the layout, ``ruff check --fix`` the import order; long
 strings, docstrings and comments are wrapped by hand; a long cell is split (one
@@ -15,7 +14,6 @@ measurement or one figure per cell) or its computation moves to the library."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,11 +25,6 @@ PATHS = ["lib", "tests"]
 BOOK = "book"  # passed explicitly: ruff then lints it despite the pyproject exclude
 MAX_CELL_LINES = 40
 COMMANDS = [["check"], ["format", "--check"]]
-cell_length_gated = pytest.mark.skipif(
-    not os.environ.get("TWOLAYER_STYLE_NOTEBOOKS"),
-    reason="the cell-length check runs with TWOLAYER_STYLE_NOTEBOOKS=1 (issue 34: "
-    "enabled once the Sarussi chapter's cells are split)",
-)
 
 
 def _ruff(command: list[str], paths: list[str]) -> None:
@@ -87,7 +80,6 @@ def test_notebooks_pass_ruff(command):
     _ruff(command, [BOOK])
 
 
-@cell_length_gated
 def test_no_code_cell_over_the_limit():
     found = {
         str(p.relative_to(ROOT)): cells
