@@ -181,3 +181,22 @@ def test_appd_run_snapshots_representations_and_errors():
     assert np.array_equal(r["W7"][2], traj.snapshots[2]["fc7.weight"])
     with pytest.raises(ValueError, match="epochs"):
         P.appd_run(0, init_scale=0.05, epochs=3, n_epochs=2)
+
+
+def test_appd_run_layer7_before_the_relu():
+    import torch
+
+    from twolayer import flows, models
+
+    r = P.appd_run(
+        1, init_scale=0.05, epochs=1, n_epochs=2, channels=(2, 2), max_per_class=8,
+        batch_size=8,
+    )  # fmt: skip
+    X = torch.tensor(r["train"].X, dtype=torch.float32)
+    for k, s in enumerate(r["traj"].snapshots):  # f^7 = W7 ρ(f^6) + b7, by hand
+        net = flows.load_state(models.ConvNet((2, 2), seed=1), s)
+        with torch.no_grad():
+            R6 = net.representations(X)[6].numpy().astype(float)
+        f7 = R6 @ s["fc7.weight"].T.astype(float) + s["fc7.bias"].astype(float)
+        assert np.allclose(r["pre7"][k], f7, atol=1e-5)
+        assert np.allclose(np.maximum(r["pre7"][k], 0), r["reps"][k][7], atol=1e-6)

@@ -754,6 +754,8 @@ def appd_run(
     Returns ``train`` (the images), ``traj``, ``per_epoch`` (steps), ``reps``
     (per snapshot, the representations of the training images: the input at 0
     and layer 7 at 7; every layer at the middle snapshot if ``all_layers``),
+    ``pre7`` (per snapshot, layer 7 before its ReLU, ``W7 ρ(f⁶) + b7``: the
+    paper's ``f⁷_θ``, whose notation (§5.2) puts ``ρ`` between the layers),
     ``errors`` (misclassified training images after ``epochs``), ``W7`` (per
     snapshot) and ``W8`` (after ``epochs``)."""
     import torch
@@ -777,12 +779,14 @@ def appd_run(
         snapshot_steps=[0, epochs * per_epoch, n_epochs * per_epoch],
     )
     X = torch.tensor(train.X, dtype=torch.float32)
-    reps = []
+    reps, pre7 = [], []
     for i, s in enumerate(traj.snapshots):
         model = flows.load_state(net, s)
         with torch.no_grad():
             model.eval()
-            R = [r.numpy().astype(float) for r in model.representations(X)]
+            T = model.representations(X)
+            R = [r.numpy().astype(float) for r in T]
+            pre7.append(model.fc7(T[6]).numpy().astype(float))
             if i == 1:
                 errors = int((model(X).numpy() * train.y <= 0).sum())
         reps.append(R if all_layers and i == 1 else [R[0], *[None] * 6, R[7]])
@@ -790,6 +794,7 @@ def appd_run(
         train=train,
         traj=traj,
         reps=reps,
+        pre7=pre7,
         per_epoch=per_epoch,
         errors=errors,
         W7=[s["fc7.weight"].astype(float) for s in traj.snapshots],
