@@ -580,7 +580,9 @@ def test_agreement_run_counts_by_hand():
     ]
     out = s.agreement_run(hist, W0, W1, [0.0, 1.0])
     assert out["nar_snaps"] == 3 and out["nar_not_par_snaps"] == 1
-    assert out["split_w_min"] == 0 and out["disagree_init"] == 9
+    assert out["split_w_fit"] == 0 and out["disagree_init"] == 9
+    unfitted = [dict(r, accuracy=0.5) for r in hist]
+    assert s.agreement_run(unfitted, W0, W1, [0.0, 1.0])["split_w_fit"] == -1
     assert out["disagree"] == 1 and out["w_off_par"] == 1
     assert out["in_nar"] is False and out["in_par"] is False
     assert out["cos_u_init"] == pytest.approx(np.sqrt(0.5))

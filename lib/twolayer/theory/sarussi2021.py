@@ -950,8 +950,9 @@ def agreement_run(history, W_first, W_last, outlier) -> dict:
     rows (votes at the history's margin): ``nar_snaps``, the snapshots after the
     first in an NAR (Def. 6.2); ``nar_not_par_snaps``, those in an NAR, not in
     the PAR (Def. 6.3), at 100% training accuracy (Fig 9's state);
-    ``split_w_min``, the smallest same-type disagreement of the w-neurons after
-    the first snapshot (≥ 1: they never all agree); at the first and last
+    ``split_w_fit``, the smallest same-type disagreement of the w-neurons over
+    the snapshots at 100% training accuracy after the first (≥ 1: they never
+    all agree while the set is fitted; −1 if it is never fitted); at the first and last
     snapshot the largest same-type disagreement ``disagree_init`` /
     ``disagree``; at the last, ``w_off_par`` (w-neurons not in the PAR, Fig 9d),
     ``in_nar``, ``in_par``; and the largest ``|cos(u_i, x_o)|`` at the first and
@@ -971,7 +972,9 @@ def agreement_run(history, W_first, W_last, outlier) -> dict:
             bool(r["in_nar"]) and not r["in_par"] and r["accuracy"] == 1.0
             for r in later
         ),
-        split_w_min=min(int(r["disagree_w"]) for r in later),
+        split_w_fit=min(
+            (int(r["disagree_w"]) for r in later if r["accuracy"] == 1.0), default=-1
+        ),
         disagree_init=worst(rows[0]),
         disagree=worst(rows[-1]),
         w_off_par=int(round(k * (1.0 - rows[-1]["par_w"]))),
