@@ -357,7 +357,7 @@ def test_the_kkt_systems_jacobian_is_the_derivative_of_its_residual():
         ]
     ).T
     np.testing.assert_allclose(
-        L._kkt_jacobian(X, y, alpha, m, d)(z), numeric, atol=1e-8
+        L.kkt_system_jacobian(X, y, alpha, m, d)(z), numeric, atol=1e-8
     )
 
 
@@ -688,3 +688,137 @@ def test_kkt_candidates_rows_and_bent_residual(sym):
     assert row["stationarity"] < 1e-6  # ½φ(<w*,x>) is a KKT point on symmetric data
     assert L.kkt_row(-w[None], [1.0], sym.X, sym.y, 0.5, 1.0, "wrong") is None
     assert L.bent_kkt_residual(2.4, 0.5) < 1e-6 < L.bent_kkt_residual(2.0, 0.5)
+
+
+# ---- the runs the Lyu pages call (moved out of the notebooks, issue 34) ----
+
+
+def test_gradient_flow_from_init_reflects_the_named_neurons(sym):
+    """The start of each reflection rule against the draw reflected by hand, and
+    the unreflected run against flows.gradient_flow of the drawn net itself."""
+    from twolayer import flows
+
+    kw = dict(width=6, alpha=0.5, init_scale=0.1, init_seed=3, t_max=1e-3)
+    drawn = TwoLayerNet(2, 6, 0.5, "balanced", init_scale=0.1, seed=3)
+    W0, a0 = drawn.weights()
+    direct = flows.gradient_flow(drawn, sym, 1e-3, n_snapshots=3)
+    run = L.gradient_flow_from_init(sym, init="balanced", n_snapshots=3, **kw)
+    np.testing.assert_allclose(run.final["W"], direct.final["W"], rtol=1e-12)
+    start = L.gradient_flow_from_init(
+        sym, init="balanced", reflect="a_positive", n_snapshots=3, **kw
+    ).snapshots[0]
+    flip = np.where(a0 > 0, -1.0, 1.0)
+    np.testing.assert_allclose(start["W"], W0 * flip[:, None], atol=1e-15)
+    assert (start["a"] <= 0).all()
+    start = L.gradient_flow_from_init(
+        sym, reflect="b_negative", n_snapshots=3, **kw
+    ).snapshots[0]
+    mu_hand = (sym.y[:, None] * sym.X).mean(axis=0)  # μ = (1/n) Σ y_i x_i
+    assert (start["W"] @ mu_hand + start["a"] > 0).all()
+    with pytest.raises(ValueError, match="reflect"):
+        L.gradient_flow_from_init(sym, reflect="all", **kw)
+
+
+def test_hinted_limit_statistics_in_units_of_half_eps(sym):
+    """A run ending on a net gives its limit error, and its margin by hand
+    (min_i y_i f(x_i) / ‖θ‖², 2-homogeneous) over ε/2."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    W, a = rng.standard_normal((3, 2)), rng.standard_normal(3)
+    log_loss = np.log(np.exp(-np.linspace(1, 30, 40)) * 16)
+    run = SimpleNamespace(
+        snapshots=[dict(W=W, a=a)],
+        records=dict(log_loss=log_loss, log_scale=np.linspace(0, 5, 40)),
+    )
+    grid, eps = rng.standard_normal((50, 2)), 0.2
+    target = 0.5 * two_layer_output(W, a, grid, 0.5)
+    err, ratio, smooth = L.hinted_limit_statistics([run], sym, grid, target, 0.5, eps)
+    by_hand = (sym.y * two_layer_output(W, a, sym.X, 0.5)).min() / (
+        np.sum(W**2) + np.sum(a**2)
+    )
+    assert ratio[0] == pytest.approx(by_hand / (eps / 2), rel=1e-12)
+    assert err[0] == pytest.approx(L.limit_error(W, a, grid, target, 0.5), rel=1e-12)
+    assert len(smooth) == 1
+    with pytest.raises(ValueError, match="eps"):
+        L.hinted_limit_statistics([run], sym, grid, target, 0.5, 0.0)
+
+
+def test_lemma52_run_statistics_rate_on_an_exact_exponential_growth(sym):
+    """Runs whose ‖θ‖_M grows exactly as σ e^{λ0 t} have rate 1 and
+    t_r = ln(r/σ)/λ0; the rest is lemma52_statistics of the main run."""
+    from types import SimpleNamespace
+
+    W_bar, a_bar = TwoLayerNet(2, 4, 0.5, "gaussian", seed=1).weights()
+    setting = L.phase1_setting(sym.X, sym.y, W_bar, a_bar, 0.5, 0.02, [0.4, 0.2])
+    lam0, base = setting["lam0"], L.m_norm(W_bar, a_bar)
+    t_end = 1.2 * np.log(10 / min(setting["sigma_main"], 1e-6)) / lam0
+    times = np.linspace(0, t_end, 4001)
+
+    def grown(sigma):
+        c = sigma * np.exp(lam0 * times) / base
+        return SimpleNamespace(
+            times=times,
+            snapshots=[dict(W=k * W_bar, a=k * a_bar) for k in c],
+            param=lambda name: np.array(
+                [k * (W_bar if name == "W" else a_bar) for k in c]
+            ),
+        )
+
+    sigmas = [1e-4, 1e-6]
+    run = dict(ds=sym, W_bar=W_bar, a_bar=a_bar, **setting)
+    run.update(main=grown(setting["sigma_main"]), sweep=[grown(s) for s in sigmas])
+    out = L.lemma52_run_statistics(run, [0.4, 0.2], 0.2, sigmas)
+    assert out["rate"] == pytest.approx(1.0, abs=1e-3)
+    np.testing.assert_allclose(
+        out["t_r"], np.log(0.2 / np.array(sigmas)) / lam0, rtol=1e-6
+    )
+    main = run["main"]
+    direct = L.lemma52_statistics(
+        main.times, main.param("W"), main.param("a"), W_bar, a_bar, sym.X, sym.y,
+        setting["T1"], [0.4, 0.2], 0.2, setting["lam_eff"],
+    )  # fmt: skip
+    np.testing.assert_allclose(out["residuals"], direct["residuals"])
+
+
+def test_lemma54_coupling_distance_shrinks_with_sigma(sym):
+    """Lemma 5.4: the flow from σθ̄0 at T12 + t approaches the embedded
+    two-neuron flow as σ → 0 (relative distance, by hand from the two runs'
+    parameters in the lemma's ordering)."""
+    lam0 = L.lambda0(sym.X, sym.y, 0.5)
+    dist = L.lemma54_coupling(
+        sym, 6, 0.5, 0, sigmas=[1e-2, 1e-5], r=1e-8, offsets=[0.0, 2.0], lam0=lam0
+    )
+    assert dist.shape == (2, 2)
+    assert (dist[1] < dist[0]).all()
+    assert dist[1].max() < 0.1
+
+
+def test_thm55_two_neuron_start_is_balanced_on_either_side_of_w_star():
+    w_star = np.array([0.6, 0.8])
+    W0, a0 = L.thm55_two_neuron_start(w_star, 1e-3, np.random.default_rng(5))
+    np.testing.assert_allclose(np.linalg.norm(W0, axis=1), 1e-3)
+    assert W0[0] @ w_star > 0 > W0[1] @ w_star
+    np.testing.assert_allclose(a0, [1e-3, -1e-3])
+    with pytest.raises(ValueError, match="init_norm"):
+        L.thm55_two_neuron_start(w_star, 0.0, np.random.default_rng(5))
+
+
+def test_thm55_flow_starts_at_the_two_neuron_start(sym):
+    w_star = L.max_margin_separator(sym.X, sym.y)
+    run = L.thm55_flow(sym, w_star, 0.5, 1e-3, 7, 1.0)
+    W0, a0 = L.thm55_two_neuron_start(w_star, 1e-3, np.random.default_rng(7))
+    np.testing.assert_allclose(run.snapshots[0]["W"], W0, atol=1e-9)
+    np.testing.assert_allclose(run.snapshots[0]["a"], a0, atol=1e-9)
+
+
+def test_thm56_local_flow_after_no_time_is_where_it_started(sym):
+    """With t_max ~ 0 the near start is at distance eps from θ̄* = π_b(limit)
+    and every margin is unchanged."""
+    w_star = L.max_margin_separator(sym.X, sym.y)
+    limit = L.two_neuron_limit(w_star)
+    gamma = L.global_max_margin_symmetric(sym.X, sym.y, 0.5)
+    out = L.thm56_local_flow(sym, limit, 5, 0.5, 10.0, 0.05, gamma, 1e-12, seed=1)
+    assert out["near"] == pytest.approx(0.05, rel=1e-6)
+    assert out["near_margin"] == pytest.approx(out["near_margin0"], rel=1e-6)
+    assert out["random_margin"] == pytest.approx(out["random_margin0"], rel=1e-6)

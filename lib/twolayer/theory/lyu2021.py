@@ -53,6 +53,14 @@ __all__ = [
     "axis_masses",
     "solve_kkt",
     "bent_kkt_example",
+    "kkt_system_jacobian",
+    "gradient_flow_from_init",
+    "hinted_limit_statistics",
+    "lemma52_run_statistics",
+    "lemma54_coupling",
+    "thm55_two_neuron_start",
+    "thm55_flow",
+    "thm56_local_flow",
 ]
 
 
@@ -554,7 +562,7 @@ def solve_kkt(
     z = least_squares(
         residual,
         np.r_[theta0, lam0],
-        jac=_kkt_jacobian(X[T], y[T], alpha, m, d),
+        jac=kkt_system_jacobian(X[T], y[T], alpha, m, d),
         bounds=(lower, np.inf),
         xtol=1e-15,
         ftol=1e-15,
@@ -564,8 +572,9 @@ def solve_kkt(
     return z[: m * d].reshape(m, d).copy(), z[m * d : k].copy()
 
 
-def _kkt_jacobian(X, y, alpha: float, m: int, d: int):
-    """The Jacobian of :func:`solve_kkt`'s residual ``(θ − Gᵀλ, q_T(θ) − 1)`` in
+def kkt_system_jacobian(X, y, alpha: float, m: int, d: int):
+    """The Jacobian of the KKT system of (P) (Lyu & Li 2020, Thm 3.1's
+    conditions), :func:`solve_kkt`'s residual ``(θ − Gᵀλ, q_T(θ) − 1)`` in
     ``z = (θ, λ)``, ``G`` the rows ``∇q_i`` (i ∈ T). Off the kinks (where it is
     defined; ``φ'(0) := α`` as in ``∇q_i``) each ``q_i`` is bilinear in a neuron's
     ``(w_j, a_j)``, so ``Σ λ_i ∇²q_i`` has only the blocks ``∂w_j ∂a_j =
@@ -1150,3 +1159,223 @@ def bent_kkt_residual(h: float, alpha: float) -> float:
 
 
 __all__ += ["kkt_candidates", "kkt_row", "bent_kkt_residual"]
+
+
+_REFLECTIONS = (None, "none", "a_positive", "b_negative")
+
+
+def gradient_flow_from_init(
+    ds,
+    width: int,
+    alpha: float,
+    init_scale: float,
+    init_seed: int,
+    t_max: float,
+    *,
+    init: str = "gaussian",
+    second_layer_scale: float = 1.0,
+    reflect: str | None = None,
+    **flow,
+):
+    """Gradient flow (``flows.gradient_flow``, the paper's §3 dynamics) of a
+    ``width``-neuron leaky ReLU net on ``ds`` from a drawn initialisation, to
+    ``t_max``; ``flow`` goes to the integrator (``n_snapshots``, ``t_min``,
+    ``snapshot_times``, ``rtol``, ...).
+
+    Parameters
+    ----------
+    init, init_scale, second_layer_scale, init_seed
+        The draw of :class:`~twolayer.models.TwoLayerNet` (``init="balanced"``:
+        Thm 4.4's balanced init ``a_k = s_k ‖w_k‖``; ``"gaussian"``: Thm 4.3's).
+    reflect
+        ``None``: the drawn network is trained as it is. Otherwise the network is
+        rebuilt from its weights after reflecting ``(w_k, a_k) → −(w_k, a_k)``
+        for the neurons the rule names: ``"none"`` (no neuron; the same run,
+        stored under another key), ``"a_positive"`` (``a_k > 0``: every
+        ``s_k = −1``, the bad event of Thm 4.4/§6) or ``"b_negative"``
+        (``b̄_k = sign(<w̄_k, μ> + ā_k) < 0``, Lemma 5.1's embedding vector:
+        afterwards every neuron is in the good half).
+
+    Returns
+    -------
+    The run's :class:`~twolayer.flows.Trajectory`.
+    """
+    from .. import flows  # here: flows imports the models this module uses
+    from ..models import TwoLayerNet
+
+    if reflect not in _REFLECTIONS:
+        raise ValueError(f"reflect must be one of {_REFLECTIONS}, got {reflect!r}")
+    net = TwoLayerNet(
+        ds.X.shape[1],
+        width,
+        alpha,
+        init,
+        init_scale=init_scale,
+        second_layer_scale=second_layer_scale,
+        seed=init_seed,
+    )
+    if reflect is not None:
+        W0, a0 = net.weights()
+        if reflect == "b_negative":
+            b = np.sign(W0 @ mu(ds.X, ds.y) + a0)
+            W0, a0 = W0 * b[:, None], a0 * b
+        else:
+            s = np.where((reflect == "a_positive") & (a0 > 0), -1.0, 1.0)
+            W0, a0 = W0 * s[:, None], a0 * s
+        net = TwoLayerNet.from_weights(W0, a0, alpha=alpha)
+    return flows.gradient_flow(net, ds, t_max, **flow)
+
+
+def hinted_limit_statistics(runs, ds, grid, target, alpha: float, eps: float):
+    """Thm 4.4/§6 on the hinted set, per run: the error of the final direction to
+    the limit ``target`` on ``grid`` (:func:`limit_error`), its normalized margin
+    and the fitted smoothed margins along the run (:func:`fitted_smoothed_margins`),
+    both in units of ``ε/2`` (the margin of ``½φ(w*·x)``-type limits on the hinted
+    set). Returns ``(errors, margins, smoothed)``."""
+    eps = positive(eps, "eps")
+    ends = [r.snapshots[-1] for r in runs]
+    err = np.array([limit_error(e["W"], e["a"], grid, target, alpha) for e in ends])
+    ratio = normalized_margins(ends, ds.X, ds.y, alpha) / (eps / 2)
+    smooth = [
+        fitted_smoothed_margins(r.records["log_loss"], r.records["log_scale"], ds.n)
+        / (eps / 2)
+        for r in runs
+    ]
+    return err, ratio, smooth
+
+
+def lemma52_run_statistics(run: dict, rs, r_main: float, sigmas) -> dict:
+    """Lemma 5.2's three consequences on one seed's GD runs: ``run`` holds ``ds``,
+    ``W_bar``, ``a_bar``, :func:`phase1_setting`'s entries, ``main`` (the run from
+    ``σ_main θ̄0``) and ``sweep`` (one run from ``σ θ̄0`` per ``sigmas``).
+    :func:`lemma52_statistics` of the main run, plus ``t_r`` and ``rate``
+    (:func:`phase1_time_scale` of the sweep at ``r_main``)."""
+    tr, ds = run["main"], run["ds"]
+    out = lemma52_statistics(
+        tr.times,
+        tr.param("W"),
+        tr.param("a"),
+        run["W_bar"],
+        run["a_bar"],
+        ds.X,
+        ds.y,
+        run["T1"],
+        rs,
+        r_main,
+        run["lam_eff"],
+    )
+    sweeps = [
+        (sw.times, [m_norm(s["W"], s["a"]) for s in sw.snapshots])
+        for sw in run["sweep"]
+    ]
+    out["t_r"], out["rate"] = phase1_time_scale(sweeps, sigmas, r_main, run["lam0"])
+    return out
+
+
+def lemma54_coupling(
+    ds, m: int, alpha: float, init_seed: int, sigmas, r: float, offsets, lam0, **tol
+) -> np.ndarray:
+    """Lemma 5.4's coupling on one init: the relative distance of the flow from
+    ``σ θ̄0`` at ``T12 + t`` (``T12 = T1 + T2``, :func:`phase1_time`) to the
+    embedded two-neuron flow ``π_b̄(θ̃(t))`` (Lemma 5.1, :func:`embed`), started
+    at ``r · phase2_start`` and run for ``T2 = ln(1/r)/λ0``. ``θ̄0``: an
+    ``m``-neuron Gaussian draw of scale 1, seed ``init_seed``; ``tol`` goes to
+    the integrator. Returns an array, rows ``sigmas``, columns ``offsets`` (t)."""
+    from .. import flows  # here: flows imports the models this module uses
+    from ..models import TwoLayerNet
+
+    offsets = np.asarray(offsets, float)
+    mu_vec = mu(ds.X, ds.y)
+    W_bar, a_bar = TwoLayerNet(
+        ds.X.shape[1], m, alpha=alpha, init="gaussian", init_scale=1.0, seed=init_seed
+    ).weights()
+    b_bar = embedding_vector(W_bar, a_bar, mu_vec)
+    if not is_good_embedding(b_bar):
+        raise ValueError(f"seed {init_seed}: the embedding vector b̄ has one sign")
+    W_hat, a_hat = phase2_start(b_bar, mu_vec)
+    T2 = np.log(1 / r) / lam0
+    ref_net = TwoLayerNet.from_weights(r * W_hat, r * a_hat, alpha)
+    ref = flows.gradient_flow(
+        ref_net, ds, T2 + offsets[-1], snapshot_times=T2 + offsets, **tol
+    )
+    targets = [embed(s["W"], s["a"], b_bar) for s in ref.snapshots]
+    rows = []
+    for sig in sigmas:
+        T12 = phase1_time(1.0, sig, W_bar, a_bar, lam0)  # T1(r) + T2(r), any r
+        net = TwoLayerNet.from_weights(sig * W_bar, sig * a_bar, alpha)
+        run = flows.gradient_flow(
+            net, ds, T12 + offsets[-1], snapshot_times=T12 + offsets, **tol
+        )
+        rows.append(
+            [
+                parameter_norm(s["W"] - Wt, s["a"] - at) / parameter_norm(Wt, at)
+                for s, (Wt, at) in zip(run.snapshots, targets)
+            ]
+        )
+    return np.array(rows)
+
+
+def thm55_two_neuron_start(w_star, init_norm: float, rng):
+    """Thm 5.5's start: two neurons of norm ``init_norm`` with random directions,
+    ``<w1, w*> > 0 > <w2, w*>``, ``a1 = ‖w1‖``, ``a2 = −‖w2‖`` (balanced).
+    ``rng``: a NumPy generator (two standard normal draws of shape (2, d))."""
+    w_star = as_vector(w_star, "w_star")
+    v = rng.standard_normal((2, len(w_star)))
+    v[0] *= np.sign(v[0] @ w_star)
+    v[1] *= -np.sign(v[1] @ w_star)
+    W0 = positive(init_norm, "init_norm") * v / np.linalg.norm(v, axis=1, keepdims=True)
+    a0 = np.array([np.linalg.norm(W0[0]), -np.linalg.norm(W0[1])])
+    return W0, a0
+
+
+def thm55_flow(ds, w_star, alpha: float, init_norm: float, seed: int, t_max: float):
+    """Gradient flow to ``t_max`` from :func:`thm55_two_neuron_start` (generator
+    ``default_rng(seed)``), 40 log-spaced snapshots from ``t = 0.1``."""
+    from .. import flows  # here: flows imports the models this module uses
+    from ..models import TwoLayerNet
+
+    W0, a0 = thm55_two_neuron_start(w_star, init_norm, np.random.default_rng(seed))
+    net = TwoLayerNet.from_weights(W0, a0, alpha)
+    return flows.gradient_flow(net, ds, t_max, n_snapshots=40, t_min=1e-1)
+
+
+def thm56_local_flow(
+    ds,
+    limit,
+    m: int,
+    alpha: float,
+    norm: float,
+    eps: float,
+    gamma_star: float,
+    t_max: float,
+    seed: int,
+) -> dict:
+    """Thm 5.6 on one draw (generator ``default_rng(seed)``): a good embedding
+    vector ``b`` (``b_1 > 0 > b_2``, Lemma 5.1) of the two-neuron ``limit``
+    (:func:`two_neuron_limit`), the flow to ``t_max`` from norm ``norm`` at
+    distance ``eps`` from ``θ̄* = π_b(limit)`` (:func:`direction_at_distance`)
+    and from a random direction at the same norm. Returns, per start ``near`` /
+    ``random``, the final distance to ``θ̄*`` (:func:`direction_distance`) and
+    the normalized margin / ``gamma_star`` at the start (``*_margin0``) and end
+    (``*_margin``)."""
+    from .. import flows  # here: flows imports the models this module uses
+    from ..models import TwoLayerNet
+
+    rng = np.random.default_rng(seed)
+    b = rng.standard_normal(m)
+    b[0], b[1] = abs(b[0]), -abs(b[1])  # a good embedding vector
+    W_t, a_t = embed(*limit, b)
+    d = ds.X.shape[1]
+    starts = dict(
+        near=direction_at_distance(W_t, a_t, eps, rng),
+        random=unit_direction(rng.standard_normal((m, d)), rng.standard_normal(m)),
+    )
+    out = {}
+    for name, (W0, a0) in starts.items():
+        net = TwoLayerNet.from_weights(norm * W0, norm * a0, alpha)
+        end = flows.gradient_flow(net, ds, t_max, n_snapshots=10).final
+        out[name] = direction_distance(end["W"], end["a"], W_t, a_t)
+        for when, (W, a) in (("0", (W0, a0)), ("", (end["W"], end["a"]))):
+            gamma = normalized_margin(W, a, ds.X, ds.y, alpha)
+            out[f"{name}_margin{when}"] = gamma / gamma_star
+    return out
