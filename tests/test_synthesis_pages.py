@@ -86,6 +86,49 @@ def test_lyu_limits_counts_draws_from_the_first_seed(monkeypatch):
     assert L["margin_all"][2] == pytest.approx(0.9)
 
 
+def test_lyu_sigma_check_reruns_the_missed_draws_at_every_sigma(monkeypatch):
+    def fake(seed, init_scale, rtol=1e-5, **kw):
+        err = 0.3 if seed == 13 else 0.01 * init_scale / 1e-4 + 1e-3 * seed
+        return dict(log10_t=np.array([100.0, 300.0]), err=np.array([2 * err, err]))
+
+    monkeypatch.setattr(synthesis, "lyu_limit_run", fake)
+    monkeypatch.setattr(
+        synthesis, "lyu_two_neuron_gap", lambda d, balanced=False, **kw: 0.5 * d
+    )
+    L = dict(err=np.array([0.01, 0.2, 0.3, 0.01]), skipped=[12])
+    C = synthesis.lyu_sigma_check(L, 10, [1e-4, 1e-8], 0.05, rtol=1e-5)
+    assert list(C["gaps"].index) == [11, 13]  # draw 12 skipped: 13 is the third
+    assert list(C["gaps"].columns) == ["0.0001", "1e-08", "0", "balanced"]
+    assert C["gaps"].loc[11, "0.0001"] == pytest.approx(0.021)
+    assert C["worst"] == 13 and C["gap_200"] == pytest.approx(0.45)
+    L["err"][:] = [0.01, 0.02, 0.03, 0.001]  # no miss: the draw of largest gap
+    assert list(synthesis.lyu_sigma_check(L, 10, [1e-8], 0.05)["gaps"].index) == [13]
+
+
+def test_lyu_two_neuron_gap_is_the_embedded_m_neuron_flow():
+    """Lemma 5.3: the m-neuron flow from π_b̄(r θ̂) is the two-neuron flow, so its
+    gap is the same (computed here through lyu2021.embed, independently)."""
+    from twolayer.flows import gradient_flow
+    from twolayer.models import TwoLayerNet
+    from twolayer.theory import lyu2021
+
+    sym, X_eval = regimes.lyu_data(15)
+    mu = lyu2021.mu(sym.X, sym.y) / np.linalg.norm(lyu2021.mu(sym.X, sym.y))
+    net = TwoLayerNet(sym.d, 10, alpha=0.5, init="gaussian", seed=15)
+    b = lyu2021.embedding_vector(*net.weights(), mu)
+    W, a = lyu2021.embed(*lyu2021.phase2_start(b, mu), b)
+    wide = TwoLayerNet.from_weights(1e-6 * W, 1e-6 * a, alpha=0.5)
+    end = gradient_flow(wide, sym, 1e8, rtol=1e-8, atol=1e-11).snapshots[-1]
+    target = lyu2021.symmetric_limit_function(
+        X_eval, lyu2021.max_margin_separator(sym.X, sym.y), 0.5
+    )
+    gap = lyu2021.limit_error(end["W"], end["a"], X_eval, target, 0.5)
+    two = synthesis.lyu_two_neuron_gap(15, t_max=1e8, rtol=1e-8, atol=1e-11)
+    assert two == pytest.approx(gap, rel=1e-5)
+    balanced = synthesis.lyu_two_neuron_gap(15, balanced=True, t_max=1e8)
+    assert abs(balanced - gap) > 0.05  # the imbalance is what the start changes
+
+
 def test_failure_bounds_are_the_theorems():
     assert regimes.lyu_failure(2) == 0.5 and regimes.lyu_failure(6) == 1 / 32
     assert regimes.phuong_failure(2) == 0.25 and regimes.phuong_failure(6) == 1 / 64

@@ -1045,3 +1045,78 @@ def overlay_early(runs, bigs, seeds, r: float, large_scale: float, **kw) -> dict
         T1=float(np.median(last(phase1, "T1"))),
     )
     return out
+
+
+def lyu_two_neuron_gap(
+    seed: int,
+    *,
+    balanced: bool = False,
+    width: int = 10,
+    alpha: float = 0.5,
+    t_max: float = 1e300,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    r: float = 1e-6,
+) -> float:
+    """Lyu et al.'s σ → 0 flow of draw ``seed`` (:func:`lyu_limit_run`'s data and
+    init direction): the two-neuron flow of Thm 5.5 from ``r θ̂``, Lemma 5.4's
+    ``θ̂ = (b̄_+ μ̄, b̄_− μ̄; b̄_+, b̄_−)`` (:func:`twolayer.theory.lyu2021.
+    phase2_start`), which by eq. (5) and Lemma 5.3 the m-neuron flow follows through
+    ``π_b̄`` once σ is small enough; its relative sup gap to ``(1+α)/4⟨w*, x⟩`` at
+    ``t_max``. ``balanced``: from ``(μ̄, −μ̄; 1, −1)`` instead (Thm 5.5's other
+    starts, ignoring ``|b̄_+| ≠ |b̄_−|``)."""
+    from .flows import gradient_flow
+    from .regimes import lyu_data
+
+    sym, X_eval = lyu_data(seed)
+    w_star = lyu2021.max_margin_separator(sym.X, sym.y)
+    mu_bar = lyu2021.mu(sym.X, sym.y)
+    mu_bar = mu_bar / np.linalg.norm(mu_bar)
+    if balanced:
+        W, a = np.stack([mu_bar, -mu_bar]), np.array([1.0, -1.0])
+    else:
+        net = TwoLayerNet(sym.d, width, alpha=alpha, init="gaussian", seed=seed)
+        W, a = lyu2021.phase2_start(
+            lyu2021.embedding_vector(*net.weights(), mu_bar), mu_bar
+        )
+    two = TwoLayerNet.from_weights(r * W, r * a, alpha=alpha)
+    flow = gradient_flow(
+        two, sym, t_max, rtol=rtol, atol=atol, n_snapshots=2, t_min=1e-1
+    )
+    target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
+    end = flow.snapshots[-1]
+    return lyu2021.limit_error(end["W"], end["a"], X_eval, target, alpha)
+
+
+def lyu_sigma_check(L: dict, first: int, sigmas, tol: float, **kw) -> dict:
+    """Thm 4.3's "for small enough σ", on the draws of :func:`lyu_limits` ``L``
+    (drawn from ``first``) that miss (gap > ``tol``; none: the draw of largest
+    gap): each rerun from the same init direction at every σ in ``sigmas``
+    (``gaps``, a table draw × σ, columns ``f"{σ:g}"``; ``"0"``: the σ → 0 flow of
+    :func:`lyu_two_neuron_gap`, ``"balanced"``: its balanced rival); on the worst
+    of them at the smallest σ, the gap at ``t = 1e200`` (``gap_200``, the horizon)
+    and at tolerances ten times smaller (``gap_fine``); ``kw`` as
+    :func:`lyu_limit_run`."""
+    import pandas as pd
+
+    n = len(L["err"]) + len(L["skipped"])
+    draws = np.array([d for d in range(first, first + n) if d not in L["skipped"]])
+    miss = draws[L["err"] > tol]
+    miss = miss if miss.size else draws[[int(np.argmax(L["err"]))]]
+    rows = {}
+    for d in miss:
+        gaps = {f"{s:g}": lyu_limit_run(int(d), s, **kw)["err"][-1] for s in sigmas}
+        gaps["0"] = lyu_two_neuron_gap(int(d), **kw)
+        gaps["balanced"] = lyu_two_neuron_gap(int(d), balanced=True, **kw)
+        rows[int(d)] = gaps
+    gaps = pd.DataFrame.from_dict(rows, orient="index")
+    gaps.index.name = "draw"
+    worst = int(gaps[f"{min(sigmas):g}"].idxmax())
+    run = lyu_limit_run(worst, min(sigmas), **kw)
+    fine = dict(kw, rtol=kw.get("rtol", 1e-5) / 10, atol=kw.get("atol", 1e-8) / 10)
+    return dict(
+        gaps=gaps,
+        worst=worst,
+        gap_200=float(np.interp(200, run["log10_t"], run["err"])),
+        gap_fine=float(lyu_limit_run(worst, min(sigmas), **fine)["err"][-1]),
+    )
