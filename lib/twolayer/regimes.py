@@ -651,7 +651,11 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main(sys.argv[1:])
+    # run the imported module's main, not this __main__ copy: the grids' code key
+    # (source_closure) names functions by their module, twolayer.regimes
+    from twolayer.regimes import main as _main
+
+    _main(sys.argv[1:])
 
 
 # ------------------------------------------------------------- what the page reads
