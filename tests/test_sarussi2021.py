@@ -679,3 +679,45 @@ def test_fig4_gaussians_classes_and_seeds():
     want_pos = data.two_gaussians(14, 2, mean=np.array([2.0, 1.5]), std=0.5, seed=3)
     np.testing.assert_array_equal(ds.X[:7], want_pos.positives)
     assert abs(ds.X[7:].mean(axis=0) - [-2.0, 0.5]).max() < 0.6
+
+
+def test_mnist_schedule_is_the_early_phase_then_geometric_stages():
+    plan = s.mnist_schedule(0.01, 1.0, 5, 0.1, [3.0, 9.0], 2)
+    lr0, n0, marks = plan[0]
+    assert (lr0, n0) == (0.01, 100)
+    np.testing.assert_array_equal(marks, np.round(np.geomspace(1, 100, 5)))
+    rest = s.geometric_gd_stages(1.0, 3.0, 0.1, 2) + s.geometric_gd_stages(
+        3.0, 9.0, 0.1, 2
+    )
+    assert [(lr, n) for lr, n, _ in plan[1:]] == rest
+    assert all(m == [n] for _, n, m in plan[1:])
+    assert sum(lr * n for lr, n, _ in plan) == pytest.approx(9.0)
+    with pytest.raises(ValueError, match="lr_early"):
+        s.mnist_schedule(0.0, 1.0, 5, 0.1, [3.0], 2)
+
+
+def test_mnist_pair_rows_centres_by_the_training_mean_and_tags_each_run():
+    plan = [(0.05, 4, [0, 2, 4])]
+    inits = [("small", 1e-3, 0), ("large", 0.05, 1)]
+    rows = s.mnist_pair_rows([0, 1], "centred", inits, plan, 2, 0.2)
+    raw, raw_te = data.mnist_pair(0, 1, "train"), data.mnist_pair(0, 1, "test")
+    mu = raw.X.mean(axis=0)
+    train, test = (
+        raw.with_data(raw.X - mu, raw.y),
+        raw_te.with_data(raw_te.X - mu, raw_te.y),
+    )
+    net = TwoLayerNet.fixed_second_layer(
+        train.d, 2, 0.2, init_scale=0.05, seed=1, dtype=torch.float32
+    )
+    ref = flows.gd(net, train, lr=0.05, steps=4, snapshot_steps=[0, 2, 4])
+    W = np.asarray(ref.final["W"], dtype=float)
+    last = [r for r in rows if r["init"] == "large"][-1]
+    assert (
+        last["pair"] == "0 vs 1" and last["setting"] == "centred" and last["seed"] == 1
+    )
+    assert last["t"] == pytest.approx(0.2)
+    rec = s.regime_record(W, test.X, 0.2)
+    assert last["outside_test"] == pytest.approx(rec["outside"], abs=1e-2)
+    assert len(rows) == 6
+    with pytest.raises(ValueError, match="setting"):
+        s.mnist_pair_rows([0, 1], "scaled", inits, plan, 2, 0.2)

@@ -1070,6 +1070,63 @@ def run_horizons(run, t_mid: float) -> dict:
     return out
 
 
+def mnist_schedule(
+    lr_early: float,
+    t_early: float,
+    n_early_snapshots: int,
+    rel_step: float,
+    horizons,
+    stages: int,
+) -> list:
+    """The :func:`staged_gd` plan of the MNIST runs (Figs 2, 6): GD with step
+    ``lr_early`` up to flow time ``t_early`` with ``n_early_snapshots``
+    log-spaced snapshots (the early phase, resolved), then from ``t_early`` to
+    each of ``horizons`` in turn :func:`geometric_gd_stages` with ``stages``
+    stages of step ``rel_step · t``, one snapshot at the end of each."""
+    if not lr_early > 0 or not t_early > 0:
+        raise ValueError(f"need lr_early, t_early > 0, got {lr_early!r}, {t_early!r}")
+    early = int(round(t_early / lr_early))
+    plan = [(float(lr_early), early, np.geomspace(1, early, n_early_snapshots).round())]
+    edges = [float(t_early), *map(float, horizons)]
+    for a, b in zip(edges[:-1], edges[1:]):
+        plan += [(lr, n, [n]) for lr, n in geometric_gd_stages(a, b, rel_step, stages)]
+    return plan
+
+
+def mnist_pair_rows(
+    pair, setting: str, inits, plan, k: int, alpha: float, margin: float = 0.0
+) -> list[dict]:
+    """Train the networks ``inits`` ``[(label, init_scale, seed), ...]`` on the
+    embedded MNIST pair ``(positive, negative)`` through ``plan``
+    (:func:`mnist_schedule`, one stacked tensor, float32) with the inputs
+    ``"centred"`` (minus the training mean image) or ``"uncentred"`` (raw), and
+    return :func:`run_rows` of every run tagged with ``pair``, ``setting``,
+    ``init`` and ``seed`` (Figs 2 and 6, Thm 5.1)."""
+    import torch
+
+    from .. import data
+
+    if setting not in ("centred", "uncentred"):
+        raise ValueError(f"setting must be 'centred' or 'uncentred', got {setting!r}")
+    pos, neg = pair
+    raw_train, raw_test = (data.mnist_pair(pos, neg, p) for p in ("train", "test"))
+    mean = raw_train.X.mean(axis=0) if setting == "centred" else 0.0
+    train, test = (
+        d.with_data(d.X - mean, d.y, note=setting) for d in (raw_train, raw_test)
+    )
+    nets = [
+        models.TwoLayerNet.fixed_second_layer(
+            train.d, k, alpha, init_scale=sc, seed=s, dtype=torch.float32
+        )
+        for _, sc, s in inits
+    ]
+    rows = []
+    for (init, _, s), run in zip(inits, staged_gd(nets, train, plan)):
+        tag = dict(pair=f"{pos} vs {neg}", setting=setting, init=init, seed=s)
+        rows += [{**tag, **r} for r in run_rows(run, train, test, alpha, margin)]
+    return rows
+
+
 # ----------------------------------------------------------------- Figs 1, 3, 4
 
 
