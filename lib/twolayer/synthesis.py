@@ -829,15 +829,10 @@ def mirror_gap(data: Dataset) -> float:
 
 
 def support_span_rank(data: Dataset) -> int:
-    """The smaller rank of the two classes' support examples (Phuong & Lampert
-    Thm 1 asks that they span ``R^d``)."""
-    s = phuong2021.support_examples(data.X, data.y)
-    return int(
-        min(
-            np.linalg.matrix_rank(data.X[s.positive]),
-            np.linalg.matrix_rank(data.X[s.negative]),
-        )
-    )
+    """The smaller rank of the two classes' support examples
+    (:func:`twolayer.theory.phuong2021.support_ranks`; Phuong & Lampert Thm 1 asks
+    that both span ``R^d``)."""
+    return min(phuong2021.support_ranks(data.X, data.y))
 
 
 # -------------------------------------------- the pages' measurements, over the seeds
