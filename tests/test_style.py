@@ -14,6 +14,7 @@ measurement or one figure per cell) or its computation moves to the library."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,26 @@ def test_no_code_cell_over_the_limit():
         f"code cells over {MAX_CELL_LINES} lines (split them):\n"
         + "\n".join(f"  {nb} cell {c}" for nb, cells in found.items() for c in cells)
     )
+
+
+def test_each_page_names_its_own_claims_registry():
+    """``Ledger(registered=...)`` names ``<page>.claims.yml`` beside the notebook (the
+    file the page's cache key hashes), and every registry belongs to a page."""
+    from twolayer import protocol
+
+    wrong, used = [], set()
+    for nb in book_notebooks():
+        named = re.findall(r'registered=\\"([^"\\]+)\\"', nb.read_text())
+        own = protocol.path_for(nb)
+        used |= {nb.parent / n for n in named}
+        if named and named != [own.name] or own.is_file() and not named:
+            wrong.append(f"{nb.relative_to(ROOT)}: {named} (own: {own.name})")
+    orphans = sorted(
+        str(p.relative_to(ROOT))
+        for p in (ROOT / BOOK).rglob("*" + protocol.SUFFIX)
+        if p not in used
+    )
+    assert not wrong and not orphans, (wrong, orphans)
 
 
 def test_package_docstrings_list_every_module():

@@ -17,6 +17,8 @@ Rooms (one idea each):
 - :mod:`sweeps` — a function over points in parallel processes;
 - :mod:`claims` — the claims ledger (predictions and findings over seeds with
   rivals, probabilities, identities, assumptions);
+- :mod:`protocol` — a page's claims registered before its run
+  (``<page>.claims.yml``: what each claim asserts, its threshold and why);
 - :mod:`plots` — the book's figure style and shared figures;
 - :mod:`figures` — the chapters' figures, one module per paper (``phuong2021``,
   ...): each draws from measured arrays, no training;

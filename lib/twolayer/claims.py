@@ -1,8 +1,11 @@
 """The claims ledger: every theorem turned into numbers that could fail, over seeds.
 
-A notebook writes ``ledger = Ledger()`` (the page id comes from the pipeline
-through ``$TWOLAYER_PAGE``) and records its claims, each of one of four kinds
-(README "What the book does", STYLE.md "Claims"); every argument is a keyword:
+A notebook writes ``ledger = Ledger(registered="<name>.claims.yml")`` (the page id
+comes from the pipeline through ``$TWOLAYER_PAGE``; the registry,
+:mod:`twolayer.protocol`, holds what each claim asserts, fixed before the run) and
+records its claims, each of one of four kinds (README "What the book does", STYLE.md
+"Claims"); every argument is a keyword, and any literal one may be registered instead
+of passed (never both):
 
 * :meth:`Ledger.prediction` — what a paper states, at a setting and horizon the
   paper shows: ``measured <relation> threshold``. ``measured`` is the per-seed
@@ -33,6 +36,7 @@ floating point does not change it — and raises :class:`ClaimFailed` on failure
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import operator
@@ -42,6 +46,8 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Sequence
+
+from . import protocol
 
 CLAIMS_ENV = "TWOLAYER_CLAIMS_OUT"
 PAGE_ENV = "TWOLAYER_PAGE"
@@ -316,10 +322,31 @@ def clopper_pearson_floor(n: int, bound: float, level: float = 0.05) -> int:
     return k
 
 
-class Ledger:
-    """The claims of one page, in the order they are checked."""
+def _registered(method):
+    """Complete a claim's keyword arguments from the page's registry entry for its
+    ``id`` (which may leave out the chapter: ``"thm43.error"``)."""
 
-    def __init__(self, page: str | None = None) -> None:
+    @functools.wraps(method)
+    def checked(self, *, id: str, **given):
+        full, fields = self._from_registry(id, given)
+        return method(self, id=full, **fields)
+
+    return checked
+
+
+class Ledger:
+    """The claims of one page, in the order they are checked; ``registered`` the
+    page's claims registry (:mod:`twolayer.protocol`), relative to the working
+    directory (the chapter folder under the pipeline and nbval). With ``names``
+    (the page's variables, ``globals()``), the registry's text fields are templates
+    (``"at step {lr:g}"``) filled when the claim is checked."""
+
+    def __init__(
+        self,
+        page: str | None = None,
+        registered: str | None = None,
+        names: dict | None = None,
+    ) -> None:
         page = page or _default_page()
         if "/" not in page or page.split("/")[0] not in CHAPTERS:
             raise ValueError(
@@ -329,8 +356,42 @@ class Ledger:
         self.notebook = page
         self.claims: list[Claim] = []
         self._scales: dict[str, float] = {}
+        self.registry = str(registered or "")
+        self._registry = protocol.load(registered) if registered else {}
+        self._unchecked = dict.fromkeys(self._registry)
+        self._names = names
+
+    def _from_registry(self, id: str, given: dict) -> tuple[str, dict]:
+        """The full id and the claim's fields: the registered ones and ``given``,
+        refusing a field written in both places."""
+        chapter = self.notebook.split("/")[0]
+        full = id if str(id).split(".")[0] in CHAPTERS else f"{chapter}.{id}"
+        entry = self._registry.get(full, {})
+        twice = sorted(set(entry) & set(given))
+        if twice:
+            raise ValueError(
+                f"claim {full!r}: {', '.join(twice)} written both in {self.registry} "
+                "and in the call (write each field once)"
+            )
+        self._unchecked.pop(full, None)
+        if self._names is not None:
+            entry = {k: self._filled(full, k, v) for k, v in entry.items()}
+        return full, {**entry, **given}
+
+    def _filled(self, id: str, name: str, value):
+        """A registered text field with the page's variables filled in."""
+        if not isinstance(value, str):
+            return value
+        try:
+            return value.format_map(self._names)
+        except (KeyError, AttributeError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"claim {id!r}: registered {name} {value!r} cannot be filled from "
+                f"the page's variables ({type(exc).__name__}: {exc})"
+            ) from exc
 
     # -- the kinds ---------------------------------------------------------------------
+    @_registered
     def prediction(
         self,
         *,
@@ -374,6 +435,7 @@ class Ledger:
             causes=tuple(causes),
         )
 
+    @_registered
     def finding(
         self,
         *,
@@ -406,6 +468,7 @@ class Ledger:
             digits,
         )
 
+    @_registered
     def probability(
         self,
         *,
@@ -502,6 +565,7 @@ class Ledger:
             )
         self._with_rival(claim, name, k / n, None, horizon, [k / n])
 
+    @_registered
     def identity(
         self,
         *,
@@ -537,6 +601,7 @@ class Ledger:
         self._scales[id] = scale
         return claim
 
+    @_registered
     def assumption(
         self,
         *,
@@ -794,6 +859,11 @@ class Ledger:
         failure."""
         if not self.claims:
             raise ValueError(f"{self.notebook}: no claims recorded")
+        if self._unchecked:
+            raise ValueError(
+                f"{self.notebook}: claims registered in {self.registry} but never "
+                f"checked: {', '.join(self._unchecked)}"
+            )
         self._check_causes()
         self.save()
         if display:

@@ -21,19 +21,20 @@ from pathlib import Path
 
 from .. import claims as claims_mod
 from .. import data as data_mod
+from .. import protocol
 from .imports import library_fingerprint, notebook_modules
 from .pages import Paths, resolve
 
 
 def notebook_source(path: Path) -> bytes:
-    """A notebook's cells without outputs: locking the claims output
-    (``twolayer lock``) does not change what a run computes."""
+    """A notebook's cells without outputs (locking the claims output, ``twolayer
+    lock``, does not change what a run computes) and its claims registry."""
     nb = json.loads(path.read_text())
     cells = [
         {k: v for k, v in c.items() if k not in ("outputs", "execution_count")}
         for c in nb["cells"]
     ]
-    return json.dumps(cells, sort_keys=True).encode()
+    return json.dumps(cells, sort_keys=True).encode() + protocol.fingerprint(path)
 
 
 def notebook_tree(path: Path) -> bytes:
@@ -41,7 +42,8 @@ def notebook_tree(path: Path) -> bytes:
     tree (:func:`twolayer.codekey.canonical`). Prose, cell boundaries, comments and
     layout are left out, so editing the text of a page or splitting a cell keeps
     its stored held-out sweeps current; a code cell that does not parse (a magic)
-    counts by its text."""
+    counts by its text. The claims registry (:mod:`twolayer.protocol`) counts by
+    what it says."""
     from ..codekey import canonical
 
     nb = json.loads(path.read_text())
@@ -49,9 +51,10 @@ def notebook_tree(path: Path) -> bytes:
         "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"
     )
     try:
-        return canonical(code)
+        tree = canonical(code)
     except (SyntaxError, ValueError):
-        return b"unparsed " + code.encode()
+        tree = b"unparsed " + code.encode()
+    return tree + protocol.fingerprint(path)
 
 
 def cache_key(paths: Paths, nb: str, params: dict) -> str:

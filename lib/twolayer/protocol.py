@@ -1,0 +1,82 @@
+"""A page's claims registered before its run: ``<page>.claims.yml`` beside the notebook.
+
+What a claim asserts (its source, statement, relation, threshold, why the threshold,
+horizon, digits) is fixed from the theory before any run — DESIGN.md "Claims". The
+registry file says it once, as data a reader can scan; the notebook's claims cell
+then only supplies what the run measured::
+
+    ledger = Ledger(registered="symmetric_limit.claims.yml")
+    ledger.prediction(id="thm43.error", measured=err_main, rival=phase1)
+
+Each entry is keyed by the claim's full id and holds literal fields only; a field
+computed by the run (a threshold from a parameter, a statement with the run's
+``alpha``) is passed in the call instead — never both (:class:`twolayer.claims.Ledger`
+refuses a field written twice, a registered claim never checked, an unknown field).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+SUFFIX = ".claims.yml"
+FIELDS = frozenset(
+    (
+        "source",
+        "statement",
+        "relation",
+        "threshold",
+        "why",
+        "horizon",
+        "digits",
+        "kind",
+        "bound",
+        "deterministic",
+        "diagnosis",
+        "causes",
+        "tolerance",
+        "scale",
+        "note",
+    )
+)
+
+
+def path_for(notebook: Path) -> Path:
+    """The registry of ``<name>.ipynb``: ``<name>.claims.yml`` in the same folder."""
+    return notebook.with_name(notebook.stem + SUFFIX)
+
+
+def load(path: str | Path) -> dict[str, dict]:
+    """The registered claims of one page, ``{full id: {field: value}}``, checked:
+    a mapping of ids to mappings of known fields (one-line error naming what is
+    wrong otherwise)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"claims registry {path} does not exist")
+    try:
+        entries = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"claims registry {path} is not valid YAML: {exc}") from exc
+    if not isinstance(entries, dict):
+        raise ValueError(f"claims registry {path}: expected a mapping of claim ids")
+    for cid, fields in entries.items():
+        if not isinstance(fields, dict):
+            raise ValueError(f"claims registry {path}: {cid!r} must map fields")
+        unknown = sorted(set(fields) - FIELDS)
+        if unknown:
+            raise ValueError(
+                f"claims registry {path}: {cid!r} has unknown field(s) "
+                f"{', '.join(unknown)} (known: {', '.join(sorted(FIELDS))})"
+            )
+    return entries
+
+
+def fingerprint(notebook: Path) -> bytes:
+    """What a page's registry says, layout and comments left out (b"" without
+    one): part of the page's cache key and of its sweeps' code key."""
+    path = path_for(notebook)
+    if not path.is_file():
+        return b""
+    return json.dumps(load(path), sort_keys=True, default=str).encode()

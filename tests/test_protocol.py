@@ -1,0 +1,116 @@
+"""Claims registered before the run (``<page>.claims.yml``): the ledger completes a
+claim from its entry, refuses a field written twice, an unknown field, a claim
+registered and never checked; the registry is part of the page's cache key."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from twolayer import protocol
+from twolayer.claims import Ledger, Rival
+from twolayer.pipeline.cache import notebook_source, notebook_tree
+
+PAGE = "phuong2021/fig1_two_layer"
+SEEDS = [0.9991, 0.9993, 0.9990, 0.9995, 0.9992]
+EARLY = [0.95, 0.94, 0.951, 0.948, 0.947]
+ENTRY = """
+phuong2021.thm1.cos:
+  source: Thm 1
+  statement: cos to w+ at step {lr:g}
+  relation: '>='
+  threshold: 0.99
+  why: limit is w+
+"""
+
+
+def registry(tmp_path, text=ENTRY):
+    path = tmp_path / "fig1_two_layer.claims.yml"
+    path.write_text(text)
+    return str(path)
+
+
+def check(led, **kw):
+    rival = Rival("early-phase direction", EARLY, horizon="early phase")
+    args = dict(id="thm1.cos", measured=SEEDS, horizon="t = 1e300", rival=rival)
+    return led.prediction(**{**args, **kw})
+
+
+def test_a_registered_claim_takes_its_fields_from_the_registry(tmp_path):
+    led = Ledger(PAGE, registered=registry(tmp_path))
+    c = check(led)
+    assert (c.id, c.source, c.relation, c.threshold) == (
+        "phuong2021.thm1.cos",
+        "Thm 1",
+        ">=",
+        0.99,
+    )
+    assert c.statement == "cos to w+ at step {lr:g}"  # no names: text kept
+    assert c.measured == min(SEEDS)
+
+
+def test_text_fields_are_templates_filled_from_the_page_names(tmp_path):
+    led = Ledger(PAGE, registered=registry(tmp_path), names={"lr": 0.25})
+    assert check(led).statement == "cos to w+ at step 0.25"
+    with pytest.raises(ValueError, match="cannot be filled"):
+        Ledger(PAGE, registered=registry(tmp_path), names={}).prediction(
+            id="thm1.cos", measured=SEEDS, horizon="h", rival=Rival("r", EARLY)
+        )
+
+
+def test_a_field_written_twice_is_refused(tmp_path):
+    led = Ledger(PAGE, registered=registry(tmp_path))
+    with pytest.raises(ValueError, match="threshold written both"):
+        check(led, threshold=0.9)
+
+
+def test_a_registered_claim_never_checked_fails_the_page(tmp_path):
+    led = Ledger(PAGE, registered=registry(tmp_path))
+    led.assumption(
+        id="phuong2021.thm1.separable",
+        source="Thm 1",
+        statement="separable",
+        measured=1,
+        relation="==",
+        threshold=1,
+        why="data",
+    )
+    with pytest.raises(ValueError, match="never checked: phuong2021.thm1.cos"):
+        led.finish(display=False)
+
+
+def test_an_unregistered_claim_needs_every_field(tmp_path):
+    led = Ledger(PAGE, registered=registry(tmp_path))
+    with pytest.raises(TypeError):
+        check(led, id="thm1.other")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a: [1, 2]", "must map fields"),
+        ("a:\n  threshhold: 1", "unknown field"),
+        ("- a", "mapping of claim ids"),
+        ("a: {b: [}", "not valid YAML"),
+    ],
+)
+def test_a_bad_registry_is_named_in_one_line(tmp_path, text, message):
+    with pytest.raises(ValueError, match=message):
+        protocol.load(registry(tmp_path, text))
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        protocol.load(tmp_path / "absent.claims.yml")
+
+
+def test_the_registry_is_part_of_the_page_key(tmp_path):
+    nb = tmp_path / "fig1_two_layer.ipynb"
+    cell = {"cell_type": "code", "source": "x = 1\n", "metadata": {}}
+    nb.write_text(json.dumps({"cells": [cell]}))
+    before = (notebook_source(nb), notebook_tree(nb))
+    registry(tmp_path)
+    after = (notebook_source(nb), notebook_tree(nb))
+    registry(tmp_path, ENTRY.replace("0.99", "0.9"))
+    moved = (notebook_source(nb), notebook_tree(nb))
+    assert before[0] != after[0] != moved[0] and before[1] != after[1] != moved[1]
+    registry(tmp_path, "# a comment\n" + ENTRY)  # layout and comments do not count
+    assert (notebook_source(nb), notebook_tree(nb)) == after
