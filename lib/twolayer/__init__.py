@@ -22,6 +22,8 @@ Rooms (one idea each):
 - :mod:`plots` — the book's figure style and shared figures;
 - :mod:`figures` — the chapters' figures, one module per paper (``phuong2021``,
   ...): each draws from measured arrays, no training;
+- :mod:`experiments` — the chapters' experiments, one module per paper: the
+  networks of a figure trained over seeds and settings, and their summary;
 - :mod:`prose` — ``glue`` for numbers quoted in the text;
 - :mod:`validation` — argument checks;
 - :mod:`codekey` — what a stored result was computed with: code as a syntax tree
