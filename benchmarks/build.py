@@ -18,6 +18,7 @@ their own matrix products (``benchmarks/mnist_loops.py``). The results are writt
 The project root is ``$TWOLAYER_ROOT`` if set (e.g. a small test book), else this
 repository. A clean build deletes ``<root>/_build`` first (cache included).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,7 +51,9 @@ def timed_build(root: Path, command: str, jobs: int) -> tuple[float, int]:
     """Run ``twolayer <command> --jobs N`` on ``root``; (wall seconds, exit status)."""
     env = {**os.environ, "TWOLAYER_ROOT": str(root)}
     start = time.perf_counter()
-    rc = subprocess.call(twolayer_command() + [command, "--jobs", str(jobs)], env=env, cwd=root)
+    rc = subprocess.call(
+        twolayer_command() + [command, "--jobs", str(jobs)], env=env, cwd=root
+    )
     return time.perf_counter() - start, rc
 
 
@@ -76,34 +79,58 @@ def critical_path(times: dict[str, float], jobs: int) -> float:
 def machine() -> str:
     import platform
 
-    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}"
+    )
 
 
 def readme_table(results: dict) -> str:
     """The README's timing table, from a results file (never typed by hand)."""
     rows = ["| what | seconds |", "|---|---|"]
     if results.get("clean") is not None:
-        rows.append(f"| clean build, `twolayer build --jobs {results['jobs']}` (empty `_build/`) "
-                    f"| {results['clean']:.0f} |")
+        rows.append(
+            f"| clean build, `twolayer build --jobs {results['jobs']}` (empty "
+            f"`_build/`) "
+            f"| {results['clean']:.0f} |"
+        )
     rows.append(f"| no-change rebuild | {results['nochange']:.1f} |")
-    rows.append(f"| critical path of the notebook schedule on {results['jobs']} workers "
-                f"| {results['critical_path']:.0f} |")
-    rows.append(f"| sum of notebook execution times | {sum(results['times'].values()):.0f} |")
+    rows.append(
+        f"| critical path of the notebook schedule on {results['jobs']} workers "
+        f"| {results['critical_path']:.0f} |"
+    )
+    rows.append(
+        f"| sum of notebook execution times | {sum(results['times'].values()):.0f} |"
+    )
     edit = results.get("module_edit")
     if edit:
-        rows.append(f"| edit of `{edit['module']}`: rebuild ({edit['executed']} of {edit['pages']} pages "
-                    f"re-executed) | {edit['seconds']:.0f} |")
+        rows.append(
+            f"| edit of `{edit['module']}`: rebuild ({edit['executed']} of "
+            f"{edit['pages']} pages "
+            f"re-executed) | {edit['seconds']:.0f} |"
+        )
     for loop in results.get("mnist_loops", []):
-        rows.append(f"| MNIST GD loop `{loop['setting']}`, {loop['steps']} steps, {loop['threads']} torch "
-                    f"thread(s) (ratio to its matrix products: {loop['ratio']:.2f}, target ≤ 1.5) "
-                    f"| {loop['loop']:.1f} |")
+        rows.append(
+            f"| MNIST GD loop `{loop['setting']}`, {loop['steps']} steps, "
+            f"{loop['threads']} torch "
+            f"thread(s) (ratio to its matrix products: {loop['ratio']:.2f}, target "
+            f"≤ 1.5) "
+            f"| {loop['loop']:.1f} |"
+        )
     for loop in results.get("mnist_loops", [])[:1]:
-        rows.append(f"| host speed reference: the `{loop['setting']}` loop's matrix products alone "
-                    f"({loop['steps']} steps, 1 thread; compare hosts by it, the build scales with it) "
-                    f"| {loop['products']:.2f} |")
+        rows.append(
+            f"| host speed reference: the `{loop['setting']}` loop's matrix "
+            f"products alone "
+            f"({loop['steps']} steps, 1 thread; compare hosts by it, the build "
+            f"scales with it) "
+            f"| {loop['products']:.2f} |"
+        )
     for nb, sec in sorted(results["times"].items(), key=lambda kv: -kv[1])[:6]:
         rows.append(f"| slowest pages: `{nb}` | {sec:.0f} |")
-    return "\n".join([f"Measured by `make bench` on {results['machine']} ({results['date']}):", ""] + rows)
+    return "\n".join(
+        [f"Measured by `make bench` on {results['machine']} ({results['date']}):", ""]
+        + rows
+    )
 
 
 def update_readme(readme: Path, results: dict) -> bool:
@@ -129,15 +156,25 @@ def module_edit(root: Path, command: str, jobs: int) -> dict | None:
     try:
         module.write_text(original + "\nBENCHMARK_EDIT = 1  # by benchmarks/build.py\n")
         start = time.perf_counter()
-        res = subprocess.run(twolayer_command() + [command, "--jobs", str(jobs)], cwd=root,
-                             capture_output=True, text=True)
+        res = subprocess.run(
+            twolayer_command() + [command, "--jobs", str(jobs)],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
         seconds = time.perf_counter() - start
     finally:
         module.write_text(original)
     ran = [line.split() for line in res.stdout.splitlines() if line.startswith("  ok ")]
     pages = len(list((root / "_build" / "executed").rglob("*.meta.json")))
-    return dict(module=EDITED_MODULE, executed=len(ran), pages=pages, seconds=seconds, rc=res.returncode,
-                page_seconds={words[1]: float(words[2]) for words in ran})
+    return dict(
+        module=EDITED_MODULE,
+        executed=len(ran),
+        pages=pages,
+        seconds=seconds,
+        rc=res.returncode,
+        page_seconds={words[1]: float(words[2]) for words in ran},
+    )
 
 
 def _loops_module():
@@ -160,18 +197,29 @@ def measure_mnist_loops(steps: int = 2000) -> list[dict]:
     return [module.measure(s, steps) for s in module.SETTINGS]
 
 
-def report(clean: float | None, nochange: float, times: dict[str, float], jobs: int = 2) -> list[str]:
+def report(
+    clean: float | None, nochange: float, times: dict[str, float], jobs: int = 2
+) -> list[str]:
     """The benchmark's table, one line each; the verdict of each target."""
     lines = []
     if clean is not None:
-        lines.append(f"clean build (empty _build/):      {clean:8.1f} s   "
-                     f"(target < {CLEAN_TARGET:.0f} s: {'met' if clean < CLEAN_TARGET else 'MISSED'})")
-    lines.append(f"critical path on {jobs} workers:     {critical_path(times, jobs):8.1f} s")
+        lines.append(
+            f"clean build (empty _build/):      {clean:8.1f} s   "
+            f"(target < {CLEAN_TARGET:.0f} s: "
+            f"{'met' if clean < CLEAN_TARGET else 'MISSED'})"
+        )
+    lines.append(
+        f"critical path on {jobs} workers:     {critical_path(times, jobs):8.1f} s"
+    )
     ok = nochange < NO_CHANGE_TARGET
-    lines.append(f"no-change rebuild:                {nochange:8.1f} s   "
-                 f"(target < {NO_CHANGE_TARGET:.0f} s: {'met' if ok else 'MISSED'})")
+    lines.append(
+        f"no-change rebuild:                {nochange:8.1f} s   "
+        f"(target < {NO_CHANGE_TARGET:.0f} s: {'met' if ok else 'MISSED'})"
+    )
     lines.append("")
-    lines.append("per notebook (execution seconds, from _build/executed/**/*.meta.json):")
+    lines.append(
+        "per notebook (execution seconds, from _build/executed/**/*.meta.json):"
+    )
     chapters: dict[str, float] = {}
     for nb, s in sorted(times.items(), key=lambda kv: -kv[1]):
         lines.append(f"  {s:8.1f} s  {nb}")
@@ -180,7 +228,11 @@ def report(clean: float | None, nochange: float, times: dict[str, float], jobs: 
     lines.append("per chapter (sum of its notebooks' execution seconds):")
     for ch, s in sorted(chapters.items()):
         target = CHAPTER_TARGETS.get(ch)
-        verdict = f"   (target < {target:.0f} s: {'met' if s < target else 'MISSED'})" if target else ""
+        verdict = (
+            f"   (target < {target:.0f} s: {'met' if s < target else 'MISSED'})"
+            if target
+            else ""
+        )
         lines.append(f"  {s:8.1f} s  {ch}{verdict}")
     lines.append(f"  {sum(times.values()):8.1f} s  total")
     return lines
@@ -188,11 +240,22 @@ def report(clean: float | None, nochange: float, times: dict[str, float], jobs: 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--no-clean", action="store_true",
-                        help="skip the clean build (time only the no-change rebuild)")
-    parser.add_argument("--jobs", type=int, default=2, help="notebooks executed at a time (make book: 2)")
-    parser.add_argument("--execute-only", action="store_true",
-                        help="time `twolayer execute` (no rendering) instead of `twolayer build`")
+    parser.add_argument(
+        "--no-clean",
+        action="store_true",
+        help="skip the clean build (time only the no-change rebuild)",
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="notebooks executed at a time (make book: 2)",
+    )
+    parser.add_argument(
+        "--execute-only",
+        action="store_true",
+        help="time `twolayer execute` (no rendering) instead of `twolayer build`",
+    )
     args = parser.parse_args(argv)
     root = project_root()
     if not (root / "_toc.yml").exists():
@@ -204,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"clean {command} of {root} ...", flush=True)
         clean, rc = timed_build(root, command, args.jobs)
         if rc:
-            print(f"the clean {command} failed (exit {rc}); no timings", file=sys.stderr)
+            print(
+                f"the clean {command} failed (exit {rc}); no timings", file=sys.stderr
+            )
             return rc
     print(f"no-change {command} ...", flush=True)
     nochange, rc = timed_build(root, command, args.jobs)
@@ -220,17 +285,38 @@ def main(argv: list[str] | None = None) -> int:
         timed_build(root, command, args.jobs)
         print("MNIST GD loops ...", flush=True)
         loops = measure_mnist_loops()
-    print("\n".join(["", f"benchmark of `twolayer {command} --jobs {args.jobs}` on {root} ({machine()})", ""]
-                    + report(clean, nochange, times, args.jobs)))
+    print(
+        "\n".join(
+            [
+                "",
+                f"benchmark of `twolayer {command} --jobs {args.jobs}` on {root} "
+                f"({machine()})",
+                "",
+            ]
+            + report(clean, nochange, times, args.jobs)
+        )
+    )
     if edit:
-        print(f"one-module edit ({edit['module']}): {edit['executed']} of {edit['pages']} pages re-executed, "
-              f"{edit['seconds']:.1f} s wall (their execution: "
-              + ", ".join(f"{nb} {sec:.1f} s" for nb, sec in edit["page_seconds"].items()) + ")")
+        print(
+            f"one-module edit ({edit['module']}): {edit['executed']} of "
+            f"{edit['pages']} pages re-executed, "
+            f"{edit['seconds']:.1f} s wall (their execution: "
+            + ", ".join(f"{nb} {sec:.1f} s" for nb, sec in edit["page_seconds"].items())
+            + ")"
+        )
     if loops:
         print("\n".join(_loops_module().describe(r) for r in loops))
-    results = dict(machine=machine(), date=time.strftime("%Y-%m-%d"), jobs=args.jobs, clean=clean,
-                   nochange=nochange, critical_path=critical_path(times, args.jobs), times=times,
-                   module_edit=edit, mnist_loops=loops or [])
+    results = dict(
+        machine=machine(),
+        date=time.strftime("%Y-%m-%d"),
+        jobs=args.jobs,
+        clean=clean,
+        nochange=nochange,
+        critical_path=critical_path(times, args.jobs),
+        times=times,
+        module_edit=edit,
+        mnist_loops=loops or [],
+    )
     if root == Path(__file__).resolve().parents[1]:
         RESULTS.write_text(json.dumps(results, indent=1))
         if update_readme(root / "README.md", results):

@@ -5,6 +5,7 @@ balanced small initialisation (Theorem 1's hypothesis), single-threaded.
 Usage: ``.venv/bin/python benchmarks/flow.py [--cap SECONDS]``. Prints both times
 (or the cos SGD reached by the time cap) and their ratio, from one run.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,10 @@ import time
 import numpy as np
 
 import twolayer
-from twolayer import data as D, flows as F, metrics, models as M
+from twolayer import data as D
+from twolayer import flows as F
+from twolayer import metrics
+from twolayer import models as M
 from twolayer.theory import phuong2021
 
 TARGET = 1e-3
@@ -28,7 +32,9 @@ def worst_gap(W, a, X, w_pm) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--cap", type=float, default=120.0, help="time cap of the SGD run (seconds)")
+    parser.add_argument(
+        "--cap", type=float, default=120.0, help="time cap of the SGD run (seconds)"
+    )
     parser.add_argument("--scale", type=float, default=1e-3, help="balanced init scale")
     args = parser.parse_args()
     twolayer.configure_threads(1)
@@ -36,7 +42,8 @@ def main() -> None:
     w_pm = phuong2021.max_margin_directions(ds.X, ds.y)
     net = M.TwoLayerNet(20, 100, init="balanced", scale=args.scale, seed=0)
 
-    # the flow: find the first grid time at which the target holds, then time a run to it
+    # the flow: find the first grid time at which the target holds, then time a run
+    # to it
     probe = F.gradient_flow(net, ds, 1e300, n_snapshots=80, t_min=1e-1)
     gaps = np.array([worst_gap(s["W"], s["a"], ds.X, w_pm) for s in probe.snapshots])
     hit = np.flatnonzero(gaps <= TARGET)
@@ -48,8 +55,10 @@ def main() -> None:
     run = F.gradient_flow(net, ds, t_hit, n_snapshots=2)
     flow_time = time.perf_counter() - start
     flow_gap = worst_gap(run.final["W"], run.final["a"], ds.X, w_pm)
-    print(f"flow: 1 − cos = {flow_gap:.2e} at t = {t_hit:.3g} in {flow_time:.2f} s "
-          f"({run.config['steps']} steps)")
+    print(
+        f"flow: 1 − cos = {flow_gap:.2e} at t = {t_hit:.3g} in {flow_time:.2f} s "
+        f"({run.config['steps']} steps)"
+    )
 
     # the paper's SGD recipe, in chunks of epochs, until the target or the cap
     model = copy.deepcopy(net)
@@ -63,8 +72,11 @@ def main() -> None:
             break
     sgd_time = time.perf_counter() - start
     reached = "reached" if gap <= TARGET else f"did NOT reach {TARGET:g} (time cap)"
-    print(f"sgd : 1 − cos = {gap:.2e} (max cos deficit; min cos {1 - gap:.4f}) after {epochs} epochs "
-          f"in {sgd_time:.2f} s: {reached}")
+    print(
+        f"sgd : 1 − cos = {gap:.2e} (max cos deficit; min cos {1 - gap:.4f}) after "
+        f"{epochs} epochs "
+        f"in {sgd_time:.2f} s: {reached}"
+    )
     bound = "≥ " if gap > TARGET else ""
     print(f"ratio sgd/flow time: {bound}{sgd_time / flow_time:.1f}")
 

@@ -21,8 +21,10 @@ alternating, and the fastest of each is kept (noise only adds time).
   large-initialisation networks as one stacked tensor (``flows.gd_many``), so
   the loop is that pair (h = 2 × 10) and its products are the stacked ones.
 
-    .venv/bin/python benchmarks/mnist_loops.py [--steps 2000] [--threads 1] [--setting min2024]
+    .venv/bin/python benchmarks/mnist_loops.py [--steps 2000] [--threads 1] \
+        [--setting min2024]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,12 +48,18 @@ def _setting(name: str, seed: int = 0):
     if name == "min2024":
         ds = data.mnist_pair(1, 0).centered()
         lr = min2024.equivalent_step(2e-3, min2024.mnist_paper_size((0, 1)), ds.n)
-        net = models.TwoLayerNet(ds.d, 50, init="gaussian", scale=1e-6, seed=seed, dtype=torch.float32)
+        net = models.TwoLayerNet(
+            ds.d, 50, init="gaussian", scale=1e-6, seed=seed, dtype=torch.float32
+        )
         return ds, [net], lr, "sum", 150 / 15000
     if name == "sarussi2021":
         ds = data.mnist_pair(3, 5).centered()
-        nets = [models.TwoLayerNet.fixed_second_layer(ds.d, 5, 0.2, scale=scale, seed=seed,
-                                                      dtype=torch.float32) for scale in (1e-6, 0.05)]
+        nets = [
+            models.TwoLayerNet.fixed_second_layer(
+                ds.d, 5, 0.2, scale=scale, seed=seed, dtype=torch.float32
+            )
+            for scale in (1e-6, 0.05)
+        ]
         return ds, nets, 0.05, "mean", 14 / 3000
     raise ValueError(f"setting must be one of {SETTINGS}, got {name!r}")
 
@@ -65,10 +73,16 @@ def measure(setting: str, steps: int = 2000, repeats: int = 5) -> dict:
 
     def train(models_, steps_, **kw):
         if len(models_) == 1:
-            return flows.gd(models_[0], ds, lr=lr, steps=steps_, reduction=reduction, **kw)
-        return flows.gd_many(models_, ds, lr=lr, steps=steps_, reduction=reduction, **kw)
+            return flows.gd(
+                models_[0], ds, lr=lr, steps=steps_, reduction=reduction, **kw
+            )
+        return flows.gd_many(
+            models_, ds, lr=lr, steps=steps_, reduction=reduction, **kw
+        )
 
-    marks = flows.snapshot_schedule(steps, max(2, round(steps * density)), log_fraction=0.3)
+    marks = flows.snapshot_schedule(
+        steps, max(2, round(steps * density)), log_fraction=0.3
+    )
     X = torch.tensor(ds.X, dtype=torch.float32)
     live = live_columns(X)
     if live is not None:
@@ -96,22 +110,38 @@ def measure(setting: str, steps: int = 2000, repeats: int = 5) -> dict:
     timings = [(loop_seconds(), product_seconds()) for _ in range(repeats)]
     loop = min(t[0] for t in timings)
     plain = min(t[1] for t in timings)
-    return dict(setting=setting, steps=steps, n=ds.n, d=X.shape[1], h=len(W), loop=loop, products=plain,
-                ratio=loop / plain, repeats=repeats, threads=torch.get_num_threads())
+    return dict(
+        setting=setting,
+        steps=steps,
+        n=ds.n,
+        d=X.shape[1],
+        h=len(W),
+        loop=loop,
+        products=plain,
+        ratio=loop / plain,
+        repeats=repeats,
+        threads=torch.get_num_threads(),
+    )
 
 
 def describe(r: dict) -> str:
-    return (f"{r['setting']:12s} GD loop {r['loop']:6.2f} s, products {r['products']:6.2f} s "
-            f"({r['steps']} steps, n={r['n']}, d={r['d']}, h={r['h']}, {r['threads']} thread(s)): "
-            f"ratio {r['ratio']:.2f} "
-            f"(target <= 1.5: {'met' if r['ratio'] <= 1.5 else 'MISSED'})")
+    return (
+        f"{r['setting']:12s} GD loop {r['loop']:6.2f} s, products "
+        f"{r['products']:6.2f} s "
+        f"({r['steps']} steps, n={r['n']}, d={r['d']}, h={r['h']}, {r['threads']} "
+        f"thread(s)): "
+        f"ratio {r['ratio']:.2f} "
+        f"(target <= 1.5: {'met' if r['ratio'] <= 1.5 else 'MISSED'})"
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=2000, help="GD iterations to time")
     parser.add_argument("--threads", type=int, default=1, help="torch threads")
-    parser.add_argument("--setting", choices=SETTINGS, action="append", help="default: all")
+    parser.add_argument(
+        "--setting", choices=SETTINGS, action="append", help="default: all"
+    )
     args = parser.parse_args()
     twolayer.configure_threads(args.threads)
     for setting in args.setting or SETTINGS:

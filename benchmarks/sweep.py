@@ -76,13 +76,15 @@ def measure(page: str, n: int, workers: int) -> dict:
 def table(results: dict) -> str:
     one, two = results["runs"]
     rows = [
-        "| workers | wall | points / min | page's own time (median) | overhead per point (median, in the task) "
+        "| workers | wall | points / min | page's own time (median) | overhead per "
+        "point (median, in the task) "
         "| worker time not in pages, per point (cluster start included) |",
         "|---|---|---|---|---|---|",
     ]
     for r in (one, two):
         rows.append(
-            f"| {r['workers']} | {r['wall']:.1f} s | {r['per_minute']:.1f} | {r['page_median']:.2f} s | "
+            f"| {r['workers']} | {r['wall']:.1f} s | {r['per_minute']:.1f} | "
+            f"{r['page_median']:.2f} s | "
             f"{r['overhead_median']:.3f} s | {r['idle_per_point']:.2f} s |"
         )
     speedup = two["per_minute"] / one["per_minute"]
@@ -94,13 +96,16 @@ def table(results: dict) -> str:
     )
     return "\n".join(
         [
-            f"Measured by `make bench-sweep` on {results['machine']} ({results['date']}): "
-            f"{one['points']} points of `{results['page']}` (`-p seed 100:{99 + one['points']}`, "
+            f"Measured by `make bench-sweep` on {results['machine']} "
+            f"({results['date']}): "
+            f"{one['points']} points of `{results['page']}` (`-p seed "
+            f"100:{99 + one['points']}`, "
             f"every point executed).",
             "",
             *rows,
             "",
-            f"2 workers give {speedup:.2f}x the throughput of one (target {SPEEDUP_TARGET}x: {ok}); "
+            f"2 workers give {speedup:.2f}x the throughput of one (target "
+            f"{SPEEDUP_TARGET}x: {ok}); "
             f"per-point overhead target {OVERHEAD_TARGET} s: {ok2}."
             + (f" {results['note']}" if results.get("note") else ""),
         ]
@@ -136,7 +141,10 @@ def main() -> int:
         page=args.page,
         runs=runs,
         date=time.strftime("%Y-%m-%d"),
-        machine=f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
+        machine=(
+            f"{platform.machine()}, {os.cpu_count()} cores, Python "
+            f"{platform.python_version()}"
+        ),
         load_before=load,
         note=args.note,
     )

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PATHS = ["lib", "tests"]
+PATHS = ["lib", "tests", "benchmarks"]
 BOOK = "book"  # passed explicitly: ruff then lints it despite the pyproject exclude
 MAX_CELL_LINES = 40
 COMMANDS = [["check"], ["format", "--check"]]
