@@ -1,0 +1,371 @@
+"""Phuong & Lampert (ICLR 2021): the experiments of the chapter's pages.
+
+Each function trains the networks of one figure over seeds (through ``flows``,
+with the same calls and arguments as the pages made them, so stored runs are
+reused) and returns what the page measures on them (:mod:`twolayer.theory.phuong2021`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .. import data, flows, models, synthesis
+from ..data import Dataset
+from ..metrics import rank_ratio
+from ..theory import phuong2021 as theory
+
+FIT_LOSS = 0.05  # a run whose final training loss is above this did not fit the data
+
+
+def _check_fit(trajs, what: str) -> None:
+    """Refuse runs that did not fit their data (final loss ≥ :data:`FIT_LOSS`)."""
+    worst = max(t.loss[-1] for t in trajs)
+    if not worst < FIT_LOSS:
+        raise RuntimeError(f"the {what} runs did not fit the data ({worst:.3g})")
+
+
+def orthant_draws(n: int, d: int, seeds: list[int]) -> tuple[list[Dataset], list]:
+    """§5.1's data (:func:`~twolayer.data.orthant_data`), one draw of ``n`` points
+    in ``R^d`` per seed, and each draw's
+    :func:`~twolayer.theory.phuong2021.data_geometry` (``w±`` of eqs. (6)-(7),
+    the early-phase ``x̂±``, their cosines, the support ranks)."""
+    draws = [data.orthant_data(n, d, seed=k) for k in seeds]
+    return draws, [theory.data_geometry(ds.X, ds.y) for ds in draws]
+
+
+def fig1_sgd(
+    draws: list[Dataset],
+    geo: list[dict],
+    seeds: list[int],
+    width: int,
+    *,
+    init_scale: float,
+    large_init_scale: float,
+    lr: float,
+    epochs: int,
+    batch_size: int,
+    n_snapshots: int = 40,
+) -> tuple[dict[str, list], dict[str, pd.DataFrame]]:
+    """Fig. 1 (§5.1): width-``width`` two-layer nets trained by SGD on each draw
+    from three initialisations — ``"paper"`` (PyTorch's default × ``init_scale``),
+    ``"balanced"`` (Theorem 1's hypothesis, scale ``init_scale``) and ``"large"``
+    (default × ``large_init_scale``).
+
+    Returns the trajectories per setting (one per seed) and, per setting, a table
+    of :func:`~twolayer.theory.phuong2021.sgd_statistics` (one row per seed).
+    Raises if a setting's runs did not fit the data.
+    """
+    inits = {
+        "paper": ("default", init_scale),
+        "balanced": ("balanced", init_scale),
+        "large": ("default", large_init_scale),
+    }
+    recipe = dict(lr=lr, epochs=epochs, batch_size=batch_size, n_snapshots=n_snapshots)
+    runs, stats = {}, {}
+    d = draws[0].X.shape[1]
+    for name, (init, s) in inits.items():
+        nets = [
+            models.TwoLayerNet(d, width, init=init, init_scale=s, seed=k) for k in seeds
+        ]
+        runs[name] = [
+            flows.sgd(net, ds, seed=k, **recipe)
+            for net, ds, k in zip(nets, draws, seeds)
+        ]
+        _check_fit(runs[name], name)
+        stats[name] = pd.DataFrame(
+            theory.sgd_statistics(t.snapshots, ds.X, ds.y, g["w"], g["x"])
+            for t, ds, g in zip(runs[name], draws, geo)
+        )
+    return runs, stats
+
+
+def limit_times(early_time: float, t_max: float) -> np.ndarray:
+    """The snapshot times of the limit flows: ``0``, ``early_time``, then
+    log-spaced to ``t_max``, finer through the early phase (where Fig. 1c's
+    statistic moves)."""
+    return np.r_[
+        0.0, early_time, np.logspace(-1, 3, 41), np.logspace(-1, np.log10(t_max), 121)
+    ]
+
+
+@dataclass
+class LimitFlows:
+    """Theorem 1's flows over seeds (:func:`limit_flows`): ``times`` the snapshot
+    times after 0, ``i_early`` the index of the early-phase time in them,
+    ``curves`` per seed the :func:`~twolayer.theory.phuong2021.flow_curves`,
+    ``finals`` per seed ``(W, a)`` at ``t_max``, ``large_rank`` per seed
+    ``σ3/σ1`` of the large-init flow at ``t_max``, ``wall_time`` of all flows."""
+
+    times: np.ndarray
+    i_early: int
+    curves: list[dict[str, np.ndarray]]
+    finals: list[tuple[np.ndarray, np.ndarray]]
+    large_rank: list[float]
+    wall_time: float
+
+
+def limit_flows(
+    draws: list[Dataset],
+    geo: list[dict],
+    seeds: list[int],
+    width: int,
+    *,
+    init_scale: float,
+    large_init_scale: float,
+    t_max: float,
+    early_time: float,
+) -> LimitFlows:
+    """Theorem 1's limit (``t → ∞``): gradient flow (:func:`flows.gradient_flow`)
+    to ``t_max`` on each draw, from the balanced initialisation of scale
+    ``init_scale`` and, as the large-initialisation rival, from PyTorch's default
+    × ``large_init_scale``; snapshots at :func:`limit_times`."""
+    times = limit_times(early_time, t_max)
+    d = draws[0].X.shape[1]
+    limits, large = (
+        [
+            flows.gradient_flow(
+                models.TwoLayerNet(d, width, init=init, init_scale=s, seed=k),
+                ds,
+                t_max,
+                snapshot_times=times,
+            )
+            for ds, k in zip(draws, seeds)
+        ]
+        for init, s in (("balanced", init_scale), ("default", large_init_scale))
+    )
+    t_grid = limits[0].times[1:]
+    return LimitFlows(
+        times=t_grid,
+        i_early=int(np.argmin(np.abs(t_grid - early_time))),
+        curves=[
+            theory.flow_curves(r.snapshots[1:], ds.X, ds.y, g["w"], g["x"])
+            for r, ds, g in zip(limits, draws, geo)
+        ],
+        finals=[(r.final["W"], r.final["a"]) for r in limits],
+        large_rank=[rank_ratio(r.final["W"], 2) for r in large],
+        wall_time=sum(r.wall_time for r in limits + large),
+    )
+
+
+def fresh_points(n: int, d: int, seeds: list[int]) -> list[np.ndarray]:
+    """Corollary 1's held-out points: ``n`` fresh §5.1 points per seed (data seed
+    ``10_000 + seed``)."""
+    return [data.orthant_data(n, d, seed=10_000 + k).X for k in seeds]
+
+
+def limit_table(
+    finals: list[tuple[np.ndarray, np.ndarray]],
+    draws: list[Dataset],
+    geo: list[dict],
+    fresh: list[np.ndarray],
+    kkt_tight: float,
+) -> pd.DataFrame:
+    """Theorem 1, Lemma C.1 and Corollary 1 at the end of each flow, one row per
+    seed: :func:`~twolayer.theory.phuong2021.limit_tests` (suffix ``_x``: the
+    same neurons turned to ``x̂±``), ``cor1`` (relative L2 distance, scale
+    fitted, of the network to ``ρ(w+·x) − ρ(w−·x)`` on the ``fresh`` points),
+    ``cor1_x`` (the early-phase model ``c+ρ(x̂+·x) − c−ρ(x̂−·x)``, both
+    coefficients fitted) and ``c1`` (Lemma C.1's construction residual,
+    :func:`~twolayer.theory.phuong2021.construction_residual`)."""
+    T = pd.DataFrame(
+        theory.limit_tests(W, a, ds.X, ds.y, g["w"], g["x"], kkt_tight)
+        for (W, a), ds, g in zip(finals, draws, geo)
+    )
+    target = [synthesis.phuong_limit_function(X, *g["w"]) for X, g in zip(fresh, geo)]
+    outputs = [models.two_layer_output(W, a, X) for (W, a), X in zip(finals, fresh)]
+    T["cor1"] = [synthesis.scaled_distance(f, g) for f, g in zip(outputs, target)]
+    T["cor1_x"] = [
+        synthesis.best_two_ray_distance(*g["x"], X, f)
+        for g, X, f in zip(geo, fresh, target)
+    ]
+    T["c1"] = [
+        theory.construction_residual(W, a, ds.X, ds.y)
+        for (W, a), ds in zip(finals, draws)
+    ]
+    return T
+
+
+def cor1_over_widths(
+    draws: list[Dataset],
+    geo: list[dict],
+    seeds: list[int],
+    fresh: list[np.ndarray],
+    widths: list[int],
+    *,
+    init_scale: float,
+    t_max: float,
+) -> np.ndarray:
+    """Corollary 1 at other widths: per seed, the worst over ``widths`` of the
+    relative L2 distance (scale fitted) on the ``fresh`` points of the flow's end
+    network (balanced init ``init_scale``, to ``t_max``) to
+    ``ρ(w+·x) − ρ(w−·x)``."""
+    d = draws[0].X.shape[1]
+    worst = np.zeros(len(seeds))
+    for p in widths:
+        for i, (ds, k) in enumerate(zip(draws, seeds)):
+            net = models.TwoLayerNet(
+                d, p, init="balanced", init_scale=init_scale, seed=k
+            )
+            end = flows.gradient_flow(net, ds, t_max, n_snapshots=2).final
+            f = models.two_layer_output(end["W"], end["a"], fresh[i])
+            target = synthesis.phuong_limit_function(fresh[i], *geo[i]["w"])
+            worst[i] = max(worst[i], synthesis.scaled_distance(f, target))
+    return worst
+
+
+def lemma2(
+    draws: list[Dataset], seeds: list[int], starts: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lemma 2 (one extremal sector of each sign) by
+    :func:`~twolayer.theory.phuong2021.lemma2_ascent` from ``starts`` random
+    points, per seed, on the §5.1 ``draws`` and on the rival
+    :func:`~twolayer.theory.phuong2021.two_cluster_data` (linearly but not
+    orthogonally separable): two ``(seeds, 2)`` arrays of (spread of the end
+    points, least share of the examples in the sector)."""
+    n, d = draws[0].X.shape
+    rivals = [theory.two_cluster_data(n, d, seed=k) for k in seeds]
+    return tuple(
+        np.array([theory.lemma2_ascent(s.X, s.y, starts, k) for s, k in zip(D, seeds)])
+        for D in (draws, rivals)
+    )
+
+
+def residual_runs(
+    draws: list[Dataset],
+    seeds: list[int],
+    width: int,
+    depth: int,
+    init_scales: dict[str, float],
+    *,
+    lr: float,
+    epochs: int,
+    batch_size: int,
+) -> tuple[dict[str, list], dict[str, list]]:
+    """Fig. 2 (§5.2): residual nets of ``depth`` weight matrices
+    (:class:`~twolayer.models.ResidualNet`) trained by SGD on each draw, one
+    setting per named init multiplier in ``init_scales``. Returns the weight
+    matrices after and before training, per setting and seed. Raises if a
+    setting's runs did not fit the data."""
+    recipe = dict(lr=lr, epochs=epochs, batch_size=batch_size, n_snapshots=2)
+    d = draws[0].X.shape[1]
+    ends, starts = {}, {}
+    for name, s in init_scales.items():
+        nets = [
+            models.ResidualNet(d, width, depth, init_scale=s, seed=k) for k in seeds
+        ]
+        trajs = [
+            flows.sgd(net, ds, seed=k, **recipe)
+            for net, ds, k in zip(nets, draws, seeds)
+        ]
+        _check_fit(trajs, f"init x{s:g}")
+        ends[name] = [net.weight_matrices() for net in nets]
+        inits = [flows.load_state(net, t.snapshots[0]) for net, t in zip(nets, trajs)]
+        starts[name] = [net.weight_matrices() for net in inits]
+    return ends, starts
+
+
+def residual_ranks(ends: dict[str, list], starts: dict[str, list]) -> dict:
+    """Fig. 2a–c: ``σ3/σ1`` of every hidden layer
+    (:func:`~twolayer.theory.phuong2021.hidden_rank_ratios`), a ``(seeds,
+    layers)`` array per setting of ``ends``, plus ``"init"`` (the first setting's
+    initial matrices) and ``"update"`` (its learned updates ``W(T) − W(0)``)."""
+    first = next(iter(ends))
+    out = {
+        name: np.array([theory.hidden_rank_ratios(W) for W in Ws])
+        for name, Ws in ends.items()
+    }
+    out["init"] = np.array([theory.hidden_rank_ratios(W) for W in starts[first]])
+    updates = [
+        [W - W0 for W, W0 in zip(end, start)]
+        for end, start in zip(ends[first], starts[first])
+    ]
+    out["update"] = np.array([theory.hidden_rank_ratios(U) for U in updates])
+    return out
+
+
+def appd_runs(
+    seeds: list[int],
+    *,
+    init_scale: float,
+    large_init_scale: float,
+    epochs: int,
+    long_epochs: int,
+    **recipe,
+) -> tuple[list[dict], list[dict]]:
+    """App. D: :func:`~twolayer.theory.phuong2021.appd_run` per seed, with the FC
+    weights × ``init_scale`` for ``epochs`` epochs continued to ``long_epochs``
+    (every layer recorded on the first seed), and × ``large_init_scale`` (the
+    rival) for ``epochs``; ``recipe`` the remaining arguments of ``appd_run``.
+    Raises if a run misclassifies more than 1% of its training images."""
+    main = [
+        theory.appd_run(
+            k,
+            init_scale=init_scale,
+            epochs=epochs,
+            n_epochs=long_epochs,
+            all_layers=k == seeds[0],
+            **recipe,
+        )
+        for k in seeds
+    ]
+    large = [
+        theory.appd_run(
+            k, init_scale=large_init_scale, epochs=epochs, n_epochs=epochs, **recipe
+        )
+        for k in seeds
+    ]
+    for r in main + large:
+        if r["errors"] > r["train"].n / 100:
+            raise RuntimeError(f"a run misclassifies {r['errors']} images")
+    return main, large
+
+
+def appd_layer7(main: list[dict], large: list[dict]) -> dict:
+    """App. D's 7th layer over seeds (runs of :func:`appd_runs`):
+
+    ``"after"``: :func:`~twolayer.theory.phuong2021.layer7_statistics` of the
+    layer after its ReLU, one table per snapshot (``"init"``, ``"end"`` after
+    ``epochs``, ``"long"`` at the end); ``"pre"``: the same of the paper's ``f⁷``
+    (before the ReLU) for ``"end"``, ``"large"`` (the rival at ``epochs``) and
+    ``"long"``; ``"frozen"`` and ``"moved"``: per seed the share of the
+    (image, unit) activations of layer 7 that change from ``epochs`` to the end,
+    and from initialisation to ``epochs``
+    (:func:`~twolayer.theory.phuong2021.pattern_change`)."""
+    after = {
+        when: pd.DataFrame(
+            theory.layer7_statistics(r["reps"][i][7], r["reps"][i][0], r["train"].y)
+            for r in main
+        )
+        for i, when in enumerate(("init", "end", "long"))
+    }
+    pre = {
+        name: pd.DataFrame(
+            theory.layer7_statistics(r["pre7"][i], r["reps"][i][0], r["train"].y)
+            for r in runs
+        )
+        for name, runs, i in (("end", main, 1), ("large", large, 1), ("long", main, 2))
+    }
+    return dict(
+        after=after,
+        pre=pre,
+        frozen=[theory.pattern_change(r["reps"][1][7], r["reps"][2][7]) for r in main],
+        moved=[theory.pattern_change(r["reps"][0][7], r["reps"][1][7]) for r in main],
+    )
+
+
+def residual_first_layer(
+    ends: dict[str, list], draws: list[Dataset], level: float
+) -> dict[str, pd.DataFrame]:
+    """Fig. 2d, g (§5.2): per setting of ``ends`` (weight matrices per seed), a
+    table of :func:`~twolayer.theory.phuong2021.first_layer_statistics` of the
+    first layer at ``level``, one row per seed."""
+    return {
+        name: pd.DataFrame(
+            theory.first_layer_statistics(W[0], ds.X, ds.y, level)
+            for W, ds in zip(Ws, draws)
+        )
+        for name, Ws in ends.items()
+    }
