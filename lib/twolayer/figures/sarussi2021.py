@@ -537,3 +537,38 @@ def fig9(base, outlier, alpha: float, snaps, hists, labels):
     )
     plots.fit_titles(fig)
     return fig
+
+
+def fig1_contrast(sweep, sparse, alpha: float, wide_k: int):
+    """:func:`fig1_sparse` from an init-scale sweep table (one row per scale and
+    seed, with ``P``, ``Q``, ``init_scale``): the first seed of the smallest and
+    of the largest scale."""
+    ends = {
+        name: sweep[sweep.init_scale == scale].to_dict("records")
+        for name, scale in (
+            ("small", sweep.init_scale.min()),
+            ("large", sweep.init_scale.max()),
+        )
+    }
+    return fig1_sparse(ends, sparse, alpha, wide_k)
+
+
+def fig9_settings(base, outlier, alpha: float, hists, shown, init_scales, seed):
+    """:func:`fig9` from the runs of
+    :func:`twolayer.experiments.sarussi2021.fig9_runs` (``hists``), first seed
+    ``seed`` of each setting ``shown = [(init, step), ...]`` (three: (a) is the
+    first's snapshot midway through its NAR-not-PAR snapshots, (b) the end of
+    the third's; (c), (d) draw all three), ``init_scales`` naming the inits."""
+    (init_a, step_a), (init_b, step_b) = shown[0], shown[-1]
+    h, W = hists[(step_a, init_a, True, seed)]
+    nar = theory.nar_not_par_rows(h)
+    i = int(nar.index[len(nar) // 2]) if len(nar) else 0
+    title_a = f"(a) init {init_scales[init_a]:g}, step {step_a:g}: GD step"
+    title_b = f"(b) init {init_scales[init_b]:g}, step {step_b:g}: the end"
+    snaps = [
+        (W[i], f"{title_a} {int(h.step[i])}"),
+        (hists[(step_b, init_b, True, seed)][1][-1], title_b),
+    ]
+    labels = [f"init {init_scales[name]:g}, step {lr:g}" for name, lr in shown]
+    runs = [hists[(lr, name, True, seed)][0] for name, lr in shown]
+    return fig9(base, outlier, alpha, snaps, runs, labels)

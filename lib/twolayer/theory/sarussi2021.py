@@ -1210,3 +1210,35 @@ def fig4_gaussians(n_per_class: int, mu_pos, mu_neg, std: float, seed: int):
         f"N({list(mu_pos)}, {std}²I) vs N({list(mu_neg)}, {std}²I), seeds {seed}, "
         f"{seed + 1}",
     )
+
+
+def disk_grid(size: int) -> np.ndarray:
+    """The points of the regular ``size × size`` grid of ``[−1, 1]²`` that lie in
+    the closed unit disk, the origin left out (Figs 1, 3, 5: the data's support,
+    on which fractions of the disk are measured)."""
+    if int(size) != size or size < 2:
+        raise ValueError(f"size must be an integer >= 2, got {size!r}")
+    g = np.linspace(-1, 1, int(size))
+    GX, GY = np.meshgrid(g, g)
+    grid = np.c_[GX.ravel(), GY.ravel()]
+    r = np.linalg.norm(grid, axis=1)
+    return grid[(r <= 1) & (r > 0)]
+
+
+def sign_agreement(W_pos, W_neg, X, alpha: float) -> dict:
+    """Cor. 6.1 / Fig 5 on the points ``X``: the fraction ``mismatch`` where
+    ``sign N(x)`` differs from the linear rule ``sign((w̄−ū)·x)``
+    (:func:`linear_prediction`) and the fraction ``zero`` where ``N(x) = 0``
+    exactly (no decision: the boundary itself and, for the ReLU ``alpha = 0``,
+    the cone where every neuron is off)."""
+    N = network_output(W_pos, W_neg, X, alpha)
+    lin = linear_prediction(W_pos, W_neg, X)
+    return dict(mismatch=float(np.mean(np.sign(N) != lin)), zero=float(np.mean(N == 0)))
+
+
+def nar_not_par_rows(history):
+    """The snapshots of a :func:`regime_history` (a DataFrame) at Fig 9's state
+    (App. J): in an NAR (Def. 6.2), not in the PAR (Def. 6.3), at 100% training
+    accuracy."""
+    h = history
+    return h[h.in_nar & ~h.in_par & (h.accuracy == 1.0)]

@@ -1,0 +1,417 @@
+"""Experiments of the Sarussi, Brutzkus & Globerson chapter (``book/sarussi2021``).
+
+Each function trains the networks of one figure or theorem over seeds and
+settings through :mod:`twolayer.flows` (the same calls as the pages made, so the
+stored runs are reused) and returns what the page measures of them, with the
+definitions of :mod:`twolayer.theory.sarussi2021`.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from .. import data, flows, models
+from ..theory import margins
+from ..theory import sarussi2021 as theory
+
+# ----------------------------------------------------------------- Figs 1, 3 (2-D)
+
+
+def fig1_runs(
+    ds: data.Dataset,
+    k: int,
+    alpha: float,
+    init_scales: dict[str, float],
+    lr: float,
+    steps: int,
+    grid: np.ndarray,
+    seed: int,
+) -> dict[str, dict]:
+    """Fig 1 (§5, Thm 5.1): the fixed-second-layer net of width ``2k`` trained
+    by full-batch GD (``steps`` steps of ``lr``) from each named init scale of
+    ``init_scales`` (e.g. ``{"small": 1e-6, "large": 1.0}``), seed ``seed``.
+
+    Returns
+    -------
+    dict
+        Per name: the neurons ``P`` (w's), ``Q`` (u's), the ``init_scale`` and
+        Theorem 5.1's measurements on ``grid``
+        (:func:`~twolayer.theory.sarussi2021.regime_record`).
+    """
+    runs = {}
+    for name, sc in init_scales.items():
+        net = models.TwoLayerNet.fixed_second_layer(
+            2, k, alpha, init_scale=sc, seed=seed
+        )
+        W = flows.gd(net, ds, lr=lr, steps=steps, n_snapshots=10).final["W"]
+        rec = theory.regime_record(W, grid, alpha)
+        P, Q = theory.split_neurons(W)
+        runs[name] = dict(P=P, Q=Q, init_scale=sc, **rec)
+    return runs
+
+
+def init_scale_sweep(
+    ds: data.Dataset,
+    k: int,
+    alpha: float,
+    init_scales: list[float],
+    seeds: list[int] | range,
+    lr: float,
+    steps: int,
+    grid: np.ndarray,
+) -> pd.DataFrame:
+    """Fig 1's contrast and init-scale sweep (§5): the fixed-second-layer net of
+    width ``2k`` trained by full-batch GD from every init scale (ascending) and
+    seed, all runs stepped at once (:func:`twolayer.flows.gd_many`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per (scale, seed): ``init_scale``, ``seed``, the neurons ``P``,
+        ``Q``, the final ``loss`` and the boundary measurements on ``grid``
+        (``departure``, ``outside``, ``ratio``:
+        :func:`~twolayer.theory.sarussi2021.boundary_record`).
+    """
+    cases = list(itertools.product(sorted(init_scales), seeds))
+    nets = [
+        models.TwoLayerNet.fixed_second_layer(2, k, alpha, init_scale=sc, seed=s)
+        for sc, s in cases
+    ]
+    trajs = flows.gd_many(nets, ds, lr=lr, steps=steps, n_snapshots=2)
+    rows = []
+    for (sc, s), t in zip(cases, trajs):
+        P, Q = theory.split_neurons(t.final["W"])
+        rec = theory.boundary_record(P, Q, grid, alpha)
+        rows.append(
+            dict(init_scale=sc, seed=s, P=P, Q=Q, loss=float(t.loss[-1]), **rec)
+        )
+    return pd.DataFrame(rows)
+
+
+def sweep_bands(sweep: pd.DataFrame) -> tuple[pd.DataFrame, ...]:
+    """The smallest, median and largest ``outside``, ``departure`` and ``ratio``
+    per init scale of an :func:`init_scale_sweep` table (Fig 1's sweep)."""
+    stats = sweep.groupby("init_scale")[["outside", "departure", "ratio"]]
+    return stats.min(), stats.median(), stats.max()
+
+
+def sweep_summary(sweep: pd.DataFrame, linear_tol: float = 0.01) -> dict[str, float]:
+    """The numbers Fig 1's contrast and sweep quote, from an
+    :func:`init_scale_sweep` table: the ``small_scale`` and ``large_scale``;
+    the departure from the best line of the worst small-init seed
+    (``small_worst``) and the least and largest over the large-init seeds
+    (``large_least``, ``large_max``); the largest final
+    ``loss``; the fraction outside Thm 5.1's regime on the worst small-init seed
+    (``out_small``) and the least large-init one (``out_large``); ``mid_scale``,
+    the first scale whose median ratio ``R/‖w̄−ū‖`` exceeds 1/2 (nan: none), and
+    its median ``out_mid``; ``linear_until``, the largest scale whose every seed
+    departs by at most ``linear_tol`` (nan: none); the median departure at the
+    largest scale ``dep_large``."""
+    small_scale, large_scale = sweep.init_scale.min(), sweep.init_scale.max()
+    small = sweep[sweep.init_scale == small_scale]
+    large = sweep[sweep.init_scale == large_scale]
+    lo, med, hi = sweep_bands(sweep)
+    uncertified = med.index[med.ratio > 0.5]
+    mid_scale = float(uncertified.min()) if len(uncertified) else float("nan")
+    straight = hi.index[hi.departure <= linear_tol]
+    return dict(
+        small_scale=float(small_scale),
+        large_scale=float(large_scale),
+        small_worst=float(small.departure.max()),
+        large_least=float(large.departure.min()),
+        large_max=float(large.departure.max()),
+        loss=float(sweep.loss.max()),
+        out_small=float(small.outside.max()),
+        out_large=float(large.outside.min()),
+        mid_scale=mid_scale,
+        out_mid=float(med.outside.get(mid_scale, float("nan"))),
+        linear_until=float(straight.max()) if len(straight) else float("nan"),
+        dep_large=float(med.departure.iloc[-1]),
+    )
+
+
+def fig3_runs(
+    ds: data.Dataset,
+    k: int,
+    alpha: float,
+    init_scale: float,
+    seeds: list[int] | range,
+    lr: float,
+    steps: int,
+    grid: np.ndarray,
+) -> dict:
+    """Fig 3 (§5): the fixed-second-layer net trained by full-batch GD from
+    ``init_scale`` and every seed (stepped at once), and how far its function
+    ``N`` is from linear on ``grid``.
+
+    Returns
+    -------
+    dict
+        ``ends``: the neurons ``(P, Q)`` of every seed; ``record``: Theorem 5.1's
+        measurements of the first seed on ``grid``
+        (:func:`~twolayer.theory.sarussi2021.regime_record`); ``beta``: the
+        least-squares linear fit of the first seed's ``N`` on ``grid``;
+        ``residuals``: per seed, the relative residual of that fit
+        (:func:`~twolayer.theory.sarussi2021.linear_fit_residual`); ``linear``:
+        the same residual for the same weights with slope 1 (``N`` linear, the
+        rival), rounded to 1e-9.
+    """
+    nets = [
+        models.TwoLayerNet.fixed_second_layer(
+            2, k, alpha, init_scale=init_scale, seed=s
+        )
+        for s in seeds
+    ]
+    trajs = flows.gd_many(nets, ds, lr=lr, steps=steps, n_snapshots=2)
+    ends = [theory.split_neurons(t.final["W"]) for t in trajs]
+    first = theory.network_output(*ends[0], grid, alpha)
+    residuals = [
+        theory.linear_fit_residual(grid, theory.network_output(P, Q, grid, alpha))
+        for P, Q in ends
+    ]
+    linear = [
+        theory.linear_fit_residual(grid, grid @ (P.sum(0) - Q.sum(0))) for P, Q in ends
+    ]
+    return dict(
+        ends=ends,
+        record=theory.regime_record(trajs[0].final["W"], grid, alpha),
+        beta=np.linalg.lstsq(grid, first, rcond=None)[0],
+        residuals=np.array(residuals),
+        linear=np.array(linear).round(9),
+    )
+
+
+# ----------------------------------------------------------------- Figs 7-9 (§6)
+
+
+def par_flows(
+    ds: data.Dataset,
+    k: int,
+    alpha: float,
+    init_scale: float,
+    seeds: list[int] | range,
+    t_max: float,
+    grid: np.ndarray,
+    margin: float = 0.0,
+) -> tuple[list[pd.DataFrame], pd.DataFrame]:
+    """Figs 7–8 (App. D.3, App. I; Thm 6.1, Lemma 6.1): gradient flow of the
+    fixed-second-layer net of width ``2k`` from ``init_scale`` and every seed, to
+    ``t_max`` (:func:`twolayer.flows.gradient_flow`, snapshots at the flow times
+    ``grid``), measured along the way.
+
+    Returns
+    -------
+    histories : list of pandas.DataFrame
+        Per seed, the §6 measures at every snapshot
+        (:func:`~twolayer.theory.sarussi2021.regime_history`, votes at relative
+        margin ``margin``).
+    table : pandas.DataFrame
+        One row per seed: :func:`~twolayer.theory.sarussi2021.par_run` of its
+        history and ``ratio_entry``, the clustering ratio ``R/‖w̄−ū‖`` at the
+        PAR entrance (row ``entry``).
+    """
+    histories, rows = [], []
+    for s in seeds:
+        net = models.TwoLayerNet.fixed_second_layer(
+            ds.d, k, alpha, init_scale=init_scale, seed=s
+        )
+        traj = flows.gradient_flow(net, ds, t_max=t_max, snapshot_times=grid)
+        W = [snap["W"] for snap in traj.snapshots]
+        h = pd.DataFrame(theory.regime_history(W, grid, ds.X, ds.y, alpha, margin))
+        summary = theory.par_run(h.to_dict("records"))
+        histories.append(h)
+        rows.append(dict(summary, ratio_entry=float(h.ratio[summary["entry"]])))
+    return histories, pd.DataFrame(rows)
+
+
+def outlier_data(
+    n: int, mean: float, outlier, seed: int
+) -> tuple[data.Dataset, data.Dataset]:
+    """App. J's construction (Fig 9): ``n`` 2-D antipodal Gaussians (mean
+    ``mean·e_1``, :func:`twolayer.data.antipodal_gaussians`) and the same set
+    with the positive ``outlier`` appended (label +1, last row). Raises
+    :class:`~twolayer.theory.margins.NotSeparableError` if the outlier breaks
+    linear separability through the origin."""
+    xo = np.asarray(outlier, dtype=float)
+    if xo.shape != (2,):
+        raise ValueError(f"outlier must be a 2-D point, got shape {xo.shape}")
+    base = data.antipodal_gaussians(n, 2, mean=mean, std=1.0, seed=seed)
+    out = data.Dataset(
+        np.vstack([base.X, xo]),
+        np.r_[base.y, 1.0],
+        "antipodal Gaussians + outlier",
+        base.provenance + f"; positive outlier at {xo.tolist()}",
+    )
+    margins.max_margin(out.X, out.y)
+    return base, out
+
+
+def _agreement_runs(ds, outlier, cases, lr, steps, n_snapshots, k, alpha, margin):
+    """Full-batch GD of the fixed-second-layer nets ``cases = [(init_scale,
+    seed), ...]`` on ``ds``, stepped at once, ``n_snapshots`` log-spaced
+    snapshots after the initial one; per run its history (DataFrame), its
+    weights and its :func:`~twolayer.theory.sarussi2021.agreement_run`."""
+    nets = [
+        models.TwoLayerNet.fixed_second_layer(ds.d, k, alpha, init_scale=sc, seed=s)
+        for sc, s in cases
+    ]
+    marks = np.r_[0, np.geomspace(1, steps, n_snapshots)].astype(int)
+    trajs = flows.gd_many(nets, ds, lr=lr, steps=steps, snapshot_steps=marks)
+    runs = []
+    for tr in trajs:
+        W = [snap["W"] for snap in tr.snapshots]
+        h = theory.regime_history(W, tr.steps, ds.X, ds.y, alpha, margin)
+        runs.append((pd.DataFrame(h), W, theory.agreement_run(h, W[0], W[-1], outlier)))
+    return runs
+
+
+def fig9_runs(
+    base: data.Dataset,
+    out: data.Dataset,
+    init_scales: dict[str, float],
+    seeds: list[int] | range,
+    lrs: list[float],
+    k: int,
+    alpha: float,
+    steps: int,
+    n_snapshots: int,
+    margin: float = 0.0,
+) -> tuple[pd.DataFrame, dict]:
+    """Fig 9 (App. J): GD (``steps`` steps, ``n_snapshots`` log-spaced
+    snapshots) of the fixed-second-layer net of width ``2k`` from every named
+    init scale of ``init_scales`` and seed, at every step of ``lrs``, on the
+    set with the outlier ``out`` and on the same set without it ``base``
+    (:func:`outlier_data`; the outlier is ``out``'s last point). Votes at
+    relative margin ``margin``.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per run: ``lr``, ``init`` (the name), ``outlier`` (bool),
+        ``seed``, :func:`~twolayer.theory.sarussi2021.agreement_run`, and the
+        yes/no (1/0) outcomes of Fig 9: ``passes_nar_not_par`` (some snapshot
+        in an NAR, not the PAR, at 100% training accuracy), ``never_nar_not_par``
+        (none), ``w_split`` (two w-neurons disagree at every fitted snapshot),
+        ``off_par_end`` (a w-neuron outside the PAR at the end), ``not_nar_end``
+        (the end state is not in an NAR).
+    hists : dict
+        ``(lr, init, outlier, seed)`` → (history DataFrame
+        (:func:`~twolayer.theory.sarussi2021.regime_history`), weights ``W``
+        at every snapshot).
+    """
+    outlier = out.X[-1]
+    rows, hists = [], {}
+    for lr, (with_xo, ds) in itertools.product(lrs, ((True, out), (False, base))):
+        cases = list(itertools.product(init_scales, seeds))
+        scaled = [(init_scales[name], s) for name, s in cases]
+        runs = _agreement_runs(
+            ds, outlier, scaled, lr, steps, n_snapshots, k, alpha, margin
+        )
+        for (name, s), (h, W, summary) in zip(cases, runs):
+            hists[(lr, name, with_xo, s)] = (h, W)
+            rows.append(dict(lr=lr, init=name, outlier=with_xo, seed=s, **summary))
+    table = pd.DataFrame(rows)
+    table["passes_nar_not_par"] = (table.nar_not_par_snaps >= 1).astype(int)
+    table["never_nar_not_par"] = (table.nar_not_par_snaps == 0).astype(int)
+    table["w_split"] = (table.split_w_fit >= 1).astype(int)
+    table["off_par_end"] = (table.w_off_par >= 1).astype(int)
+    table["not_nar_end"] = (~table.in_nar).astype(int)
+    return table, hists
+
+
+def fig9_all_in_par(
+    out: data.Dataset,
+    lrs: list[float],
+    init_scale: float,
+    seeds: list[int] | range,
+    k: int,
+    alpha: float,
+    steps: int,
+    n_snapshots: int,
+    margin: float = 0.0,
+) -> dict[float, np.ndarray]:
+    """Fig 9d's end state as a frequency (App. J): the runs of :func:`fig9_runs`
+    on the set with the outlier from one init scale, at every step of ``lrs``,
+    over ``seeds``. Per step, one bool per seed: every w-neuron is in the PAR
+    (Def. 6.3) at the end."""
+    cases = [(init_scale, s) for s in seeds]
+    return {
+        lr: np.array(
+            [
+                summary["w_off_par"] == 0
+                for _, _, summary in _agreement_runs(
+                    out, out.X[-1], cases, lr, steps, n_snapshots, k, alpha, margin
+                )
+            ]
+        )
+        for lr in lrs
+    }
+
+
+# ----------------------------------------------------------------- Thm 5.1: MNIST
+
+
+RUN_KEYS = ["pair", "setting", "init", "seed"]
+
+
+def mnist_runs(
+    pairs: list,
+    schedules: list,
+    inits: list,
+    k: int,
+    alpha: float,
+    margin: float,
+    t_mid: float,
+    settings=("centred", "uncentred"),
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Figs 2 and 6 (Thm 5.1, App. D.2): the networks ``inits`` ``[(label,
+    init_scale, seed), ...]`` trained on every MNIST pair of ``pairs`` through
+    its plan of ``schedules`` (:func:`~twolayer.theory.sarussi2021.mnist_schedule`)
+    in every input setting of ``settings``
+    (:func:`~twolayer.theory.sarussi2021.mnist_pair_rows`, votes at relative
+    margin ``margin``). Raises if a run's loss is not finite or rises between
+    snapshots by more than 1e-3 of its value (the step is too large).
+
+    Returns
+    -------
+    rows : pandas.DataFrame
+        One row per snapshot of every run
+        (:func:`~twolayer.theory.sarussi2021.run_rows`, tagged with
+        :data:`RUN_KEYS`).
+    runs : pandas.DataFrame
+        One row per run (pair, then setting, then ``inits`` order): its
+        :data:`RUN_KEYS` and stated horizons
+        (:func:`~twolayer.theory.sarussi2021.run_horizons` with ``t_mid``).
+    """
+    if len(pairs) != len(schedules):
+        raise ValueError(f"need one schedule per pair, got {len(schedules)}")
+    rows = []
+    for (pair, plan), setting in itertools.product(zip(pairs, schedules), settings):
+        rows += theory.mnist_pair_rows(pair, setting, inits, plan, k, alpha, margin)
+    df = pd.DataFrame(rows)
+    rising = df.groupby(RUN_KEYS).loss.apply(
+        lambda v: (np.diff(v) > 1e-3 * v.to_numpy()[:-1]).any()
+    )
+    if df.loss.isna().any() or rising.any():
+        raise RuntimeError("the loss rose: lower rel_step")
+    runs = [
+        dict(zip(RUN_KEYS, key), **theory.run_horizons(run, t_mid))
+        for key, run in df.groupby(RUN_KEYS, sort=False)
+    ]
+    return df, pd.DataFrame(runs)
+
+
+def read_at(rows: pd.DataFrame, column: str, times) -> np.ndarray:
+    """Per seed of ``rows`` (the snapshots of one pair, setting and init of
+    :func:`mnist_runs`, ascending seeds), ``column`` read at the flow time
+    ``times[seed]`` (:func:`~twolayer.theory.sarussi2021.value_at`): a rival
+    measured at the horizon another init reached (Fig 7 on MNIST)."""
+    return np.array(
+        [
+            theory.value_at(g.t.to_numpy(), g[column], times[s])
+            for s, g in rows.groupby("seed")
+        ]
+    )

@@ -1,0 +1,124 @@
+"""Tests of twolayer.experiments.sarussi2021 (Figs 1, 3, 4, 5 and Theorem 4.1 of
+Sarussi, Brutzkus & Globerson, ICML 2021) and the theory they use, each on a tiny
+setting against an independent computation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from twolayer import data, flows, models
+from twolayer.experiments import sarussi2021 as ex
+from twolayer.theory import sarussi2021 as s
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    ds = data.uniform_disk_linear(8, margin=0.2, w_star=np.array([1.0, 0.3]), seed=0)
+    return ds, s.disk_grid(21)
+
+
+def _logistic(P, Q, X, y, alpha):
+    return float(np.logaddexp(0, -y * s.network_output(P, Q, X, alpha)).mean())
+
+
+# ----------------------------------------------------------------- Figs 1, 3, 5
+
+
+def test_disk_grid_is_the_grid_points_in_the_disk():
+    g = np.linspace(-1, 1, 11)
+    expected = [(x, y) for y in g for x in g if 0 < np.hypot(x, y) <= 1]
+    np.testing.assert_array_equal(s.disk_grid(11), np.array(expected))
+    with pytest.raises(ValueError, match="size"):
+        s.disk_grid(1.5)
+
+
+def test_sign_agreement_two_neurons():
+    w, u = np.array([[1.0, 1.0]]), np.array([[1.0, -1.0]])
+    X = s.disk_grid(101)
+    relu = s.sign_agreement(w, u, X, 0.0)
+    # by hand: the ReLU net is 0 where both pre-activations are <= 0 (the dead
+    # cone) and where they are equal (w·x = u·x: the ray x2 = 0, x1 > 0)
+    dead = np.mean(((X @ w[0] <= 0) & (X @ u[0] <= 0)) | (X @ w[0] == X @ u[0]))
+    assert relu["zero"] == pytest.approx(dead)
+    assert abs(relu["zero"] - 0.25) < 0.02  # a quarter of the disk (w ⟂ u)
+    leaky = s.sign_agreement(w, u, X, 0.2)
+    assert leaky["mismatch"] == 0.0  # Cor 6.1, exactly
+    # the leaky net is 0 only on its boundary, the line (w − u)·x = 2 x2 = 0
+    assert leaky["zero"] == pytest.approx(np.mean(X[:, 1] == 0))
+
+
+def test_fig1_runs_match_the_flow_run_by_run(tiny):
+    ds, grid = tiny
+    runs = ex.fig1_runs(ds, 2, 0.2, {"a": 1e-3, "b": 1.0}, 0.5, 20, grid, seed=3)
+    for name, sc in (("a", 1e-3), ("b", 1.0)):
+        net = models.TwoLayerNet.fixed_second_layer(2, 2, 0.2, init_scale=sc, seed=3)
+        W = flows.gd(net, ds, lr=0.5, steps=20, n_snapshots=10).final["W"]
+        np.testing.assert_array_equal(runs[name]["P"], np.asarray(W)[:2])
+        assert runs[name]["init_scale"] == sc
+        assert runs[name]["ratio"] == pytest.approx(
+            s.clustering_ratio(*s.split_neurons(W))
+        )
+
+
+def test_init_scale_sweep_rows(tiny):
+    ds, grid = tiny
+    sweep = ex.init_scale_sweep(ds, 2, 0.2, [1.0, 1e-3], range(2), 0.5, 30, grid)
+    assert list(zip(sweep.init_scale, sweep.seed)) == [
+        (1e-3, 0),
+        (1e-3, 1),
+        (1.0, 0),
+        (1.0, 1),
+    ]
+    for r in sweep.itertuples():
+        assert r.departure == s.departure_from_best_line(r.P, r.Q, grid, 0.2)
+        # the stored loss is the mean logistic loss of the final weights (to float32)
+        assert r.loss == pytest.approx(_logistic(r.P, r.Q, ds.X, ds.y, 0.2), rel=1e-4)
+
+
+def test_sweep_summary_by_hand():
+    rows = [  # (scale, departure, outside, ratio, loss)
+        (0.1, 0.000, 0.01, 0.1, 1e-3),
+        (0.1, 0.002, 0.02, 0.2, 2e-3),
+        (1.0, 0.005, 0.50, 0.6, 1e-3),
+        (1.0, 0.030, 0.70, 0.8, 5e-3),
+        (9.0, 0.040, 0.90, 0.9, 1e-3),
+        (9.0, 0.060, 1.00, 1.0, 1e-3),
+    ]
+    cols = ["init_scale", "departure", "outside", "ratio", "loss"]
+    got = ex.sweep_summary(pd.DataFrame(rows, columns=cols))
+    assert got == pytest.approx(
+        dict(
+            small_scale=0.1,
+            large_scale=9.0,
+            small_worst=0.002,
+            large_least=0.04,
+            large_max=0.06,
+            loss=5e-3,
+            out_small=0.02,
+            out_large=0.9,
+            mid_scale=1.0,  # median ratio 0.7 > 1/2 first at scale 1
+            out_mid=0.6,
+            linear_until=0.1,  # at scale 1 one seed departs by 0.03 > 0.01
+            dep_large=0.05,
+        )
+    )
+    lo, med, hi = ex.sweep_bands(pd.DataFrame(rows, columns=cols))
+    assert list(hi.departure) == [0.002, 0.03, 0.06]
+
+
+def test_fig3_runs_fit_and_rival(tiny):
+    ds, grid = tiny
+    out = ex.fig3_runs(ds, 2, 0.2, 1e-3, range(2), 0.5, 30, grid)
+    P, Q = out["ends"][0]
+    N = s.network_output(P, Q, grid, 0.2)
+    # the least-squares fit by the normal equations
+    beta = np.linalg.solve(grid.T @ grid, grid.T @ N)
+    np.testing.assert_allclose(out["beta"], beta, rtol=1e-8)
+    res = np.linalg.norm(N - grid @ beta) / np.linalg.norm(N)
+    assert out["residuals"][0] == pytest.approx(res, rel=1e-8)
+    assert out["record"]["off_line"] == pytest.approx(
+        np.mean(np.sign(N) != s.linear_prediction(P, Q, grid))
+    )
+    np.testing.assert_array_equal(out["linear"], 0.0)  # slope 1: N is linear
