@@ -450,3 +450,57 @@ def distance_to_limit(curves, phase1_dist: float):
     ax.legend(fontsize="small")
     plots.fit_titles(fig)
     return fig
+
+
+def hinted_seeds(
+    scans,
+    band_deg: float,
+    errors,
+    failing,
+    runs,
+    paths,
+    splits,
+    times,
+    base,
+    sets,
+    w_star,
+    alpha: float,
+):
+    """Thm 6.2 on the planar hinted sets, drawn by :func:`hinted_runs` from a page's
+    runs at two hint sizes ``H > H_small`` (the keys of ``sets``, ``runs``,
+    ``scans`` and ``errors``, in that order).
+
+    ``scans``: hint size -> phase I's landscape (angles, ``G``, angles of the
+    local maxima), panel (a); ``errors``: hint size -> (seeds, errors), panel (b);
+    ``failing``: the ``H_small`` seeds that miss ½φ; ``paths``/``splits``: per
+    ``H_small`` run its positive neurons' (angles, shares) and final split
+    snapshot, drawn against ``times`` for the first converging seed (c) and the
+    failing seed that splits first (d); (e–f) the decision boundary on ``base``
+    (the set before the hints) of the first ``H`` run and of the worst
+    ``H_small`` run."""
+    (H, hinted), (H_small, hinted_small) = sets.items()
+    seeds_small, err_small = errors[H_small]
+    failing = np.asarray(failing)
+    fail_shown = min(np.flatnonzero(failing), key=lambda k: splits[k])
+    conv_shown = int(np.flatnonzero(~failing)[0])
+    scan_fig = {}
+    for h, (deg, G, peaks) in scans.items():
+        top = np.isin(deg, peaks)
+        scan_fig[h] = (deg, G / G.max(), deg[top], G[top] / G.max())
+    paths_fig = {
+        f"({p}) H = {H_small:g}, seed {seeds_small[k]} ({what})": (times, *paths[k])
+        for p, k, what in (("c", conv_shown, "converges"), ("d", fail_shown, "fails"))
+    }
+    worst = int(np.argmax(err_small))
+    boundaries = {
+        f"({p}) H = {h:g}, seed {errors[h][0][k]}": (
+            runs[h][k].final["W"],
+            runs[h][k].final["a"],
+            base.X,
+            base.y,
+            ds.X[-3:],
+            w_star,
+        )
+        for p, h, ds, k in (("e", H, hinted, 0), ("f", H_small, hinted_small, worst))
+    }
+    return hinted_runs(scan_fig, band_deg, errors, paths_fig, boundaries, alpha)

@@ -1379,3 +1379,38 @@ def thm56_local_flow(
             gamma = normalized_margin(W, a, ds.X, ds.y, alpha)
             out[f"{name}_margin{when}"] = gamma / gamma_star
     return out
+
+
+def one_neuron_net(w) -> tuple[np.ndarray, np.ndarray]:
+    """The unit-norm one-neuron net ``(w/√2, 1/√2)`` of a unit vector ``w``; it
+    computes ``½φ(⟨w, x⟩)``: Thm 6.2's limit when ``w = w*``, phase I's direction
+    (Lemma 5.2) when ``w`` is the argmax of ``G``."""
+    w = as_vector(w, "w")
+    if not np.isclose(np.linalg.norm(w), 1.0, rtol=0, atol=1e-9):
+        raise ValueError(f"w must be a unit vector, got norm {np.linalg.norm(w)}")
+    return w[None, :] / np.sqrt(2), np.array([2**-0.5])
+
+
+def symmetric_phase1_gap(X, y, X_eval, limit_values, alpha: float):
+    """Thm 4.3's rival on symmetric data: phase I's direction ``μ̄ = μ/‖μ‖``
+    (Lemma 5.2) as the net ``½(μ̄, −μ̄, 1, −1)`` (:func:`two_neuron_limit`). Returns
+    its :func:`limit_error` to ``limit_values`` on ``X_eval`` and its linear
+    margin ``min_i y_i ⟨μ̄, x_i⟩`` over ``γ_lin`` (:func:`linear_margin`), the
+    margin ratio of that direction (it computes ``(1+α)/4 ⟨μ̄, x⟩``)."""
+    X, y = as_xy(X, y)
+    m = mu(X, y)
+    mu_bar = m / np.linalg.norm(m)
+    err = limit_error(*two_neuron_limit(mu_bar), X_eval, limit_values, alpha)
+    return err, float((y * (X @ mu_bar)).min() / linear_margin(X, y))
+
+
+def max_relative_drop(series) -> float:
+    """The largest relative decrease ``(s_k − s_{k+1}) / |s_{k+1}|`` between
+    consecutive values over every sequence in ``series`` (0 if none decreases):
+    Lyu & Li's smoothed margin is non-decreasing along gradient flow (Thm 6.2's
+    certificate), so a drop measures the integrator's error."""
+    drops = [np.max(np.r_[0.0, -np.diff(s) / np.abs(s[1:])]) for s in series]
+    return float(max(drops, default=0.0))
+
+
+__all__ += ["one_neuron_net", "symmetric_phase1_gap", "max_relative_drop"]
