@@ -285,3 +285,66 @@ def test_alpha_quotes_count_stalled_draws():
     assert q["alpha_stalled"] == pytest.approx(2 / 3)
     assert q["relu_stalled"] == pytest.approx(1 / 3)
     assert q["relu_drop_hi"] == pytest.approx(-0.1) and q["leaky_drop_lo"] == -0.3
+
+
+def test_lyu_probability_quotes_count_the_misses():
+    L = dict(
+        err=np.array([0.01, 0.2, 0.03, 0.3]), margin_all=np.array([1.0, 0.9, 1, 0.8])
+    )
+    q = synthesis.lyu_probability_quotes(L, 0.05, width=4)
+    assert q["lyu_bound"] == 1 - 1 / 8 and q["lyu_once"] == 8
+    assert q["lyu_draws"] == 4 and q["lyu_missed"] == 2
+    assert q["lyu_worst_err"] == 0.3 and q["lyu_missed_margin"] == 0.9
+    L["err"][:] = 0.01  # no miss: the margin quoted is the global maximum's
+    assert synthesis.lyu_probability_quotes(L, 0.05, 4)["lyu_missed_margin"] == 1.0
+
+
+def test_lyu_sigma_quotes_read_the_worst_draw_at_the_smallest_sigma():
+    gaps = pd.DataFrame(
+        {"0.0001": [0.2, 0.1], "1e-08": [0.19, 0.02], "0": [0.19, 0.02]},
+        index=pd.Index([3, 7], name="draw"),
+    )
+    gaps["balanced"] = [0.001, 0.002]
+    C = dict(gaps=gaps, worst=3, gap_200=0.21, gap_fine=0.19)
+    q = synthesis.lyu_sigma_quotes(C, [1e-4, 1e-8], 0.05)
+    assert q["lyu_sigma_min"] == 1e-8 and q["lyu_worst_draw"] == 3
+    assert q["lyu_sigma_missed"] == 1 and q["lyu_sigma_checked"] == 2
+    assert (q["lyu_sigma_gap"], q["lyu_zero_gap"]) == (0.19, 0.19)
+    assert q["lyu_balanced_gap"] == 0.001 and q["lyu_gap_200"] == 0.21
+
+
+def test_limit_figures_read_the_page_tables():
+    run = dict(log10_t=np.array([2.0, 300.0]), err=np.array([0.5, 0.01]))
+    L = dict(runs=[dict(run, margin=np.array([0.5, 0.99]))] * 2)
+    L.update(phase1_best=0.3, big_margin=np.array([0.95, 0.97]))
+    fig = figures.lyu_limit(L, 3.0, 0.05)
+    assert 0.97 in [line.get_ydata()[0] for line in fig.axes[1].lines]
+    runs = [dict(log10_t=np.array([2.0, 300.0]), ratio=np.array([0.1, 1e-5]))]
+    S = dict(small=runs, large=runs, c_big=np.array([2.0, 4.0]))
+    fig = figures.sarussi_limit(S, 1e-3, 1.0, 1e-3)
+    rate = [line for line in fig.axes[0].lines if line.get_linestyle() == "--"][0]
+    assert rate.get_ydata()[0] == pytest.approx(3.0 / 50)  # mean c over log10 t
+
+
+def test_map_trials_quote_each_critical_scale_and_the_wide_stable_rank():
+    rows = [
+        dict(
+            init_scale=sc, width=w, seed=s, gap=sc, stable_rank=1.5 + (sc > 1) * 0.4 * s
+        )
+        for sc in (1e-3, 1e-2, 1e-1, 3.0)
+        for w in (4, 100)
+        for s in range(4)
+    ]
+    grids = dict(phuong_min=pd.DataFrame(rows))
+    specs = dict(toy=("phuong_min", "gap", 0.05, "<=", "gap"))
+    trials, q = regimes.map_trials(grids, specs)
+    crit = regimes.critical_scale(grids["phuong_min"], "gap", 0.05)
+    assert q["crit_toy"] == crit["critical"] and trials["toy"]["lo"] == crit["lo"]
+    assert trials["toy"]["below"].all() and trials["toy"]["above"].all()
+    assert q["sr_w100_top"] == 0.5  # seeds 0, 1 of 4 have limsup <= 2 there
+
+
+def test_freshness_says_whether_any_grid_is_stale():
+    current = pd.DataFrame(dict(stale=[False, False]))
+    assert regimes.freshness(current).startswith("current")
+    assert regimes.freshness(current.assign(stale=[False, True])).startswith("stale")

@@ -889,3 +889,30 @@ def hinted_move(frame) -> dict:
             h_fine_diff=float((fine[end] - hinted.loc[fine.index, end]).abs().max()),
         ),
     )
+
+
+def freshness(provenance) -> str:
+    """Whether the stored grids (:func:`load_grids`' provenance) are current, as
+    the regimes page says it."""
+    if provenance.stale.any():
+        return (
+            "stale — the library code that computes them has changed "
+            "(the table says which)"
+        )
+    return "current: the library code that computes them is unchanged"
+
+
+def map_trials(grids, specs) -> tuple[dict, dict]:
+    """The regime maps' per-run outcomes, :func:`scale_trials` of each theorem of
+    ``specs`` (:func:`theorems`) on its grid, and the prose's quotes: each critical
+    scale (``crit_<key>``) and the stable-rank pass rate (limsup ≤ 2) at width 100
+    and the grid's largest scale (``sr_w100_top``)."""
+    trials = {
+        key: scale_trials(grids[grid], gap, thr, rel)
+        for key, (grid, gap, thr, rel, _) in specs.items()
+    }
+    quotes = {f"crit_{key}": s["critical"] for key, s in trials.items()}
+    sr = grids["phuong_min"]
+    top = sr[(sr.width == 100) & (sr.init_scale == sr.init_scale.max())]
+    quotes["sr_w100_top"] = float((top.stable_rank <= 2).mean())
+    return trials, quotes

@@ -1115,3 +1115,42 @@ def lyu_sigma_check(L: dict, first: int, sigmas, tol: float, **kw) -> dict:
         gap_200=float(np.interp(200, run["log10_t"], run["err"])),
         gap_fine=float(lyu_limit_run(worst, min(sigmas), **fine)["err"][-1]),
     )
+
+
+def lyu_probability_quotes(L: dict, tol: float, width: int) -> dict:
+    """Thm 4.3's probability on the draws of :func:`lyu_limits` ``L``, as the prose
+    quotes it: the bound ``1 − 2^-(m−1)`` (``lyu_bound``; one miss allowed in
+    ``lyu_once = 2^(m−1)`` draws) at width ``m``, the draws, how many miss (gap >
+    ``tol``), the worst gap and the largest margin ratio among the misses (1 when
+    none misses)."""
+    missed = L["err"] > tol
+    return dict(
+        lyu_bound=1 - 2.0 ** -(width - 1),
+        lyu_draws=len(L["err"]),
+        lyu_once=2 ** (width - 1),
+        lyu_missed=int(missed.sum()),
+        lyu_worst_err=L["err"].max(),
+        lyu_missed_margin=L["margin_all"][missed].max() if missed.any() else 1.0,
+    )
+
+
+def lyu_sigma_quotes(C: dict, sigmas, tol: float) -> dict:
+    """The σ check of :func:`lyu_sigma_check` ``C`` (run at ``sigmas``), as the
+    prose quotes it: at the smallest σ how many rerun draws still miss (gap >
+    ``tol``) of how many, and on the worst draw the gap at that σ, of the σ → 0
+    flow (Thm 5.5 from Lemma 5.4's θ̂) and of its balanced rival, at ``t = 1e200``
+    and at tolerances ten times smaller."""
+    smallest = min(sigmas)
+    small = C["gaps"][f"{smallest:g}"]
+    worst = C["gaps"].loc[C["worst"]]
+    return dict(
+        lyu_sigma_min=smallest,
+        lyu_sigma_missed=int((small > tol).sum()),
+        lyu_sigma_checked=len(small),
+        lyu_worst_draw=C["worst"],
+        lyu_sigma_gap=worst[f"{smallest:g}"],
+        lyu_zero_gap=worst["0"],
+        lyu_balanced_gap=worst["balanced"],
+        lyu_gap_200=C["gap_200"],
+        lyu_gap_fine=C["gap_fine"],
+    )

@@ -87,10 +87,13 @@ def gd_check(check, lr):
     return fig
 
 
-def lyu_limit(runs, phase1_gap, big_margin, large_sigma, threshold=0.05):
-    """The relative sup gap per run against phase I's (left), the normalised margin
-    over the global maximum against the large init's (right)."""
+def lyu_limit(L, large_sigma, threshold=0.05):
+    """The relative sup gap per run of :func:`twolayer.synthesis.lyu_limits` ``L``
+    against phase I's (left, its best seed), the normalised margin over the global
+    maximum against the large init's (right, its best seed)."""
     from matplotlib.ticker import NullFormatter
+
+    runs, phase1_gap, big_margin = L["runs"], L["phase1_best"], L["big_margin"].max()
 
     fig, axes = plots.panels(1, 2, height=3.4)
     _runs(axes[0], runs, "err", "C0", "learned")
@@ -112,9 +115,11 @@ def lyu_limit(runs, phase1_gap, big_margin, large_sigma, threshold=0.05):
     return fig
 
 
-def sarussi_limit(small, large, small_scale, large_scale, c_large, threshold=1e-3):
-    """The clustering ratio per run for both inits, the late-phase rate
-    ``c/log10 t`` with the large init's mean ``c``, and the threshold."""
+def sarussi_limit(S, small_scale, large_scale, threshold=1e-3):
+    """The clustering ratio per run of :func:`twolayer.synthesis.sarussi_limits`
+    ``S`` for both inits, the late-phase rate ``c/log10 t`` with the large init's
+    mean ``c``, and the threshold."""
+    small, large, c_large = S["small"], S["large"], S["c_big"].mean()
     fig, ax = plots.panels(1, 1, height=3.2)
     _runs(ax, small, "ratio", "C0", f"init scale {small_scale:g}", start=-100)
     _runs(ax, large, "ratio", "C1", f"init scale {large_scale:g}", start=-100)
