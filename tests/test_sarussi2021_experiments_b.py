@@ -122,3 +122,61 @@ def test_fig3_runs_fit_and_rival(tiny):
         np.mean(np.sign(N) != s.linear_prediction(P, Q, grid))
     )
     np.testing.assert_array_equal(out["linear"], 0.0)  # slope 1: N is linear
+
+
+# ----------------------------------------------------------------- Fig 4, Thm 6.2
+
+
+@pytest.fixture(scope="module")
+def gaussians():
+    return s.fig4_gaussians(6, [2.0, 1.5], [-2.0, 0.5], 0.5, 0)
+
+
+def test_par_svm_kernel_gap_is_the_solvers_tolerance(gaussians):
+    X, y = gaussians.X, gaussians.y
+    gap = s.par_svm_kernel_gap(X, y, 0.2)
+    assert 0 <= gap < 1e-5
+    # by hand: the primal constraints of eq. 8 hold with equality on some point
+    w, u = s.par_svm(X, y, 0.2)
+    margin = np.where(y > 0, X @ w - 0.2 * (X @ u), X @ u - 0.2 * (X @ w))
+    assert margin.min() == pytest.approx(1.0, abs=1e-5)
+
+
+def test_par_svm_scan_by_hand():
+    seeds = [0, 1, 2]
+    got = ex.par_svm_scan(6, [2.0, 1.5], [-2.0, 0.5], 0.5, seeds, 0.2)
+    for value, seed in zip(got, seeds):
+        d = s.fig4_gaussians(6, [2.0, 1.5], [-2.0, 0.5], 0.5, seed)
+        w, u = s.par_svm(d.X, d.y, 0.2)
+        votes = (np.sign(d.X @ w) == d.y) & (np.sign(d.X @ u) == -d.y)
+        assert value == votes.mean()
+
+
+def test_par_flow_and_par_flows(gaussians):
+    w, u = s.par_svm(gaussians.X, gaussians.y, 0.2)
+    w_lin = np.array([1.0, 0.0])
+    run = ex.par_flow(gaussians, 2, 0.2, 1e-3, 0, 1e3, w, u, w_lin)
+    # recomputed from the final neurons
+    c = s.clusters(run["P"], run["Q"])
+    cos = c.w_bar @ w / np.linalg.norm(c.w_bar) / np.linalg.norm(w)
+    assert run["angles"]["w"] == pytest.approx(np.degrees(np.arccos(cos)), abs=1e-6)
+    assert run["angles"]["boundary_vs_linear_svm"] == pytest.approx(
+        np.degrees(np.arccos(c.direction[0] / np.linalg.norm(c.direction))), abs=1e-6
+    )
+    expected = np.linalg.norm(c.w_bar) / np.linalg.norm(c.u_bar)
+    assert run["norm_ratio"] == pytest.approx(
+        expected * np.linalg.norm(u) / np.linalg.norm(w)
+    )
+    # the history's last row is the final network
+    np.testing.assert_allclose(
+        run["history"][-1, 1:4],
+        [run["angles"]["w"], run["angles"]["u"], run["angles"]["boundary"]],
+    )
+    table = ex.par_flows(
+        gaussians, w, u, k=2, alpha=0.2, init_scale=1e-3, seeds=[0, 1], t_max=1e3
+    )
+    assert table.loc[0, "w"] == pytest.approx(run["angles"]["w"], abs=1e-6)
+    spread = ex.angle_spread(table)
+    assert spread == pytest.approx(
+        max(abs(table.loc[0, c] - table.loc[1, c]) for c in ("w", "u", "boundary"))
+    )

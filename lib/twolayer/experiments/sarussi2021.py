@@ -187,7 +187,7 @@ def fig3_runs(
 # ----------------------------------------------------------------- Figs 7-9 (§6)
 
 
-def par_flows(
+def fig7_8_flows(
     ds: data.Dataset,
     k: int,
     alpha: float,
@@ -414,4 +414,122 @@ def read_at(rows: pd.DataFrame, column: str, times) -> np.ndarray:
             theory.value_at(g.t.to_numpy(), g[column], times[s])
             for s, g in rows.groupby("seed")
         ]
+    )
+
+
+# ----------------------------------------------------------------- Fig 4, Thm 6.2
+
+
+def par_svm_scan(
+    n_per_class: int,
+    mu_pos: list[float],
+    mu_neg: list[float],
+    std: float,
+    seeds: list[int] | range,
+    alpha: float,
+) -> np.ndarray:
+    """Thm 6.2's data condition over data draws: for each seed, Fig 4's Gaussians
+    (:func:`~twolayer.theory.sarussi2021.fig4_gaussians`) and the fraction of
+    their points on which the PAR SVM's own ``(w, u)`` vote as the PAR requires
+    (:func:`~twolayer.theory.sarussi2021.par_svm_in_par`; below 1: the theorem's
+    trajectory hypothesis cannot hold on that draw)."""
+    draws = [theory.fig4_gaussians(n_per_class, mu_pos, mu_neg, std, s) for s in seeds]
+    return np.array([theory.par_svm_in_par(d.X, d.y, alpha) for d in draws])
+
+
+def par_flow(
+    ds: data.Dataset,
+    k: int,
+    alpha: float,
+    init_scale: float,
+    seed: int,
+    t_max: float,
+    w_par: np.ndarray,
+    u_par: np.ndarray,
+    w_lin: np.ndarray,
+) -> dict:
+    """Fig 4 / Thm 6.2: gradient flow (:func:`twolayer.flows.gradient_flow`, 40
+    snapshots) of the fixed-second-layer net of width ``2k`` from ``init_scale``,
+    seed ``seed``, to ``t_max``, measured against the PAR SVM's ``(w_par, u_par)``
+    and the linear max-margin separator ``w_lin``.
+
+    Returns
+    -------
+    dict
+        ``P``, ``Q``: the final neurons; ``ratio``: ``R/‖w̄−ū‖``; ``angles``: the
+        final angles (degrees) ``w``, ``u``, ``boundary`` to the PAR SVM
+        (:func:`~twolayer.theory.sarussi2021.par_angles`) and
+        ``boundary_vs_linear_svm`` (``w̄−ū`` vs ``w_lin``); ``norm_ratio``:
+        ``(‖w̄‖/‖ū‖)/(‖w‖/‖u‖)``; ``entry``: the flow time from which the net
+        stays in the PAR (:func:`~twolayer.theory.sarussi2021.par_entry_time`);
+        ``history``: per snapshot after the first, the flow time, the three
+        angles to the PAR SVM and the angle of ``w̄−ū`` to ``w_lin``.
+    """
+    net = models.TwoLayerNet.fixed_second_layer(
+        2, k, alpha, init_scale=init_scale, seed=seed
+    )
+    traj = flows.gradient_flow(net, ds, t_max=t_max, n_snapshots=40)
+    P, Q = theory.split_neurons(traj.final["W"])
+    c = theory.clusters(P, Q)
+    angles = theory.par_angles(traj.final["W"], w_par, u_par)
+    angles["boundary_vs_linear_svm"] = theory.angle_degrees(c.direction, w_lin)
+    norm_ratio = (np.linalg.norm(c.w_bar) / np.linalg.norm(c.u_bar)) / (
+        np.linalg.norm(w_par) / np.linalg.norm(u_par)
+    )
+    entry = theory.par_entry_time(
+        traj.times, [s["W"] for s in traj.snapshots], ds.X, ds.y
+    )
+    history = []
+    for t, s in zip(traj.times[1:], traj.snapshots[1:]):
+        c_t = theory.clusters(*theory.split_neurons(s["W"]))
+        to_svm = theory.par_angles(s["W"], w_par, u_par).values()
+        history.append([t, *to_svm, theory.angle_degrees(c_t.direction, w_lin)])
+    return dict(
+        P=P,
+        Q=Q,
+        ratio=c.ratio,
+        angles=angles,
+        norm_ratio=norm_ratio,
+        entry=entry,
+        history=np.array(history),
+    )
+
+
+def par_flows(
+    ds: data.Dataset,
+    w: np.ndarray,
+    u: np.ndarray,
+    *,
+    k: int,
+    alpha: float,
+    init_scale: float,
+    seeds: list[int] | range,
+    t_max: float,
+) -> pd.DataFrame:
+    """Thm 6.2 over initialisation seeds: gradient flow to ``t_max`` (2
+    snapshots) of the fixed-second-layer net of width ``2k`` from every seed.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per seed: ``in_par`` (the final net in the PAR, Def. 6.3) and the
+        angles (degrees) ``w``, ``u``, ``boundary`` of its clusters to the PAR
+        SVM's ``(w, u)`` (:func:`~twolayer.theory.sarussi2021.par_angles`).
+    """
+    rows = []
+    for s in seeds:
+        net = models.TwoLayerNet.fixed_second_layer(
+            2, k, alpha, init_scale=init_scale, seed=s
+        )
+        W = flows.gradient_flow(net, ds, t_max=t_max, n_snapshots=2).final["W"]
+        in_par = theory.par_membership(*theory.split_neurons(W), ds.X, ds.y)
+        rows.append(dict(in_par=in_par.network, **theory.par_angles(W, w, u)))
+    return pd.DataFrame(rows)
+
+
+def angle_spread(*tables: pd.DataFrame) -> float:
+    """The largest spread (max − min over seeds) of any angle column of
+    :func:`par_flows` tables: how much the limit depends on the seed."""
+    return float(
+        max(np.ptp(t.drop(columns="in_par").to_numpy(), axis=0).max() for t in tables)
     )

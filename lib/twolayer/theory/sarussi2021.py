@@ -1242,3 +1242,14 @@ def nar_not_par_rows(history):
     accuracy."""
     h = history
     return h[h.in_nar & ~h.in_par & (h.accuracy == 1.0)]
+
+
+def par_svm_kernel_gap(X, y, alpha: float) -> float:
+    """How far the kernel (dual) form of the PAR SVM (:func:`par_svm_kernel`)
+    is from its primal form (:func:`par_svm`, eq. 8): the largest entry of
+    ``|w_dual − w| , |u_dual − u|`` relative to ``‖(w, u)‖`` (0 at the optimum by
+    strong duality; the solvers' tolerance in practice)."""
+    w, u = par_svm(X, y, alpha)
+    kernel = par_svm_kernel(X, y, alpha)
+    gap = max(np.abs(kernel.w - w).max(), np.abs(kernel.u - u).max())
+    return float(gap / np.linalg.norm(np.r_[w, u]))
