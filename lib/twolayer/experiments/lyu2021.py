@@ -31,9 +31,8 @@ class SeedFlows:
 
 def seed_flows(ds: data.Dataset, seeds, *, alpha: float, **flow) -> SeedFlows:
     """Fig. 1 (left): gradient flow from a small initialisation, one run per seed
-    (:func:`~twolayer.theory.lyu2021.gradient_flow_from_init`, ``init_seed`` the
-    seed, ``flow`` its other arguments), and the normalized margin (Lyu & Li's
-    ``γ``, §3) and boundary nonlinearity of each final net.
+    (:func:`trajectories`), and the normalized margin (Lyu & Li's ``γ``, §3)
+    and boundary nonlinearity of each final net.
 
     Parameters
     ----------
@@ -50,10 +49,7 @@ def seed_flows(ds: data.Dataset, seeds, *, alpha: float, **flow) -> SeedFlows:
     -------
     SeedFlows
     """
-    ends = [
-        lyu2021.gradient_flow_from_init(ds, alpha=alpha, init_seed=s, **flow).final
-        for s in seeds
-    ]
+    ends = [tr.final for tr in trajectories(ds, seeds, alpha=alpha, **flow)]
     return SeedFlows(
         ends=ends,
         margins=lyu2021.normalized_margins(ends, ds.X, ds.y, alpha),
@@ -424,7 +420,14 @@ def hinted_snapshot_times(t_max: float) -> np.ndarray:
 
 
 def late_rates(
-    runs, ds: data.Dataset, grid, target, alpha: float, eps: float, t_from=0
+    runs,
+    ds: data.Dataset,
+    grid,
+    target,
+    alpha: float,
+    eps: float,
+    t_from: float = 0.0,
+    times=None,
 ):
     """Thm 6.2's rate: per run, the relative sup error to ``½φ(⟨w*, x⟩)``
     (``target`` on ``grid``) at every snapshot from time ``t_from`` on, its final
@@ -432,11 +435,24 @@ def late_rates(
     ``log ln t`` (:func:`~twolayer.theory.lyu2021.log_time_slope`; ``−½`` for a
     tilt the hints do not pin).
 
+    Parameters
+    ----------
+    runs
+        Trajectories (``times``, ``snapshots``) of gradient flow on ``ds``.
+    ds, grid, target, alpha, eps
+        The hinted set, evaluation points, ``½φ(⟨w*, x⟩)`` there, the leaky
+        slope and the hint offset ``ε``.
+    t_from
+        First flow time counted.
+    times
+        The snapshot times the runs were asked for, used for the slope instead
+        of each run's recorded times (which the integrator may round).
+
     Returns
     -------
     (times, errors, ratios, slopes)
-        ``times`` the snapshot times used (of the first run; every run shares
-        them), ``errors`` (run, time), ``ratios`` and ``slopes`` per run.
+        ``times`` per run the snapshot times used, ``errors`` (run, time),
+        ``ratios`` and ``slopes`` per run.
     """
     late = [tr.times >= t_from for tr in runs]
     errors = np.array(
@@ -447,11 +463,14 @@ def late_rates(
             for tr, keep in zip(runs, late)
         ]
     )
-    times = [tr.times[keep] for tr, keep in zip(runs, late)]
+    if times is None:
+        times = [tr.times[keep] for tr, keep in zip(runs, late)]
+    else:
+        times = [np.asarray(times, float)[keep] for keep in late]
     ends = [tr.snapshots[-1] for tr in runs]
     ratios = lyu2021.normalized_margins(ends, ds.X, ds.y, alpha) / (eps / 2)
     slopes = np.array([lyu2021.log_time_slope(t, e) for t, e in zip(times, errors)])
-    return times[0], errors, ratios, slopes
+    return times, errors, ratios, slopes
 
 
 def hinted_optimality(
@@ -552,14 +571,6 @@ def hinted_split_log(runs, times, w_star, band: float, seeds, errors, certified)
     log.insert(0, "error", np.asarray(errors).round(4))
     log.insert(1, "γ̃/(ε/2)", np.asarray(certified).round(3))
     return log, paths, splits
-
-
-def seed_runs(ds: data.Dataset, seeds, **flow) -> list[flows.Trajectory]:
-    """Gradient flow from one drawn initialisation per seed
-    (:func:`~twolayer.theory.lyu2021.gradient_flow_from_init` with
-    ``init_seed`` the seed; ``flow`` its other arguments): the runs of Fig. 1's
-    panels and of Thms 4.3/4.4, one trajectory per seed."""
-    return [lyu2021.gradient_flow_from_init(ds, init_seed=s, **flow) for s in seeds]
 
 
 def axis_tilts(runs, u, at: int = -1) -> np.ndarray:
