@@ -10,6 +10,7 @@ import pytest
 
 from twolayer import data, flows, models
 from twolayer.experiments import sarussi2021 as ex
+from twolayer.theory import margins
 from twolayer.theory import sarussi2021 as s
 
 
@@ -179,4 +180,129 @@ def test_par_flow_and_par_flows(gaussians):
     spread = ex.angle_spread(table)
     assert spread == pytest.approx(
         max(abs(table.loc[0, c] - table.loc[1, c]) for c in ("w", "u", "boundary"))
+    )
+
+
+# ----------------------------------------------------------------- Thm 4.1
+
+
+@pytest.fixture(scope="module")
+def sgd_runs():
+    draws = {
+        s_: data.uniform_disk_linear(
+            6, margin=0.3, w_star=np.array([1.0, 0.5]), seed=s_
+        )
+        for s_ in (0, 1)
+    }
+    table, curves = ex.sgd_grid(draws, [1, 2], [1e-3, 1.0], 0.1, 1.0, 6, 0.05)
+    return draws, table, curves
+
+
+def test_sgd_grid_equals_the_library_sgd_run_by_run(sgd_runs):
+    draws, table, curves = sgd_runs
+    # 2 widths × (leaky: 2 scales + η/k, relu: 2 scales) × 2 draws
+    assert len(table) == 2 * (3 + 2) * 2
+    for r in table.itertuples():
+        net = models.TwoLayerNet.fixed_second_layer(
+            2, r.k, r.alpha, init_scale=r.init_scale, seed=r.seed
+        )
+        init_norm = float(np.linalg.norm(net.weights()[0]))
+        lr = 1.0 / r.k if r.mode == "η/k" else 1.0
+        ref = flows.sgd(
+            net,
+            draws[r.seed],
+            lr=lr,
+            epochs=6,
+            batch_size=1,
+            seed=r.seed,
+            n_snapshots=2,
+        )
+        visited = np.asarray(ref.step_loss).reshape(6, -1)
+        np.testing.assert_allclose(
+            curves[(r.alpha, r.init_scale, r.k, r.seed, r.mode)],
+            visited.max(axis=1),
+            rtol=1e-9,
+        )
+        bad = (visited >= 0.05).any(axis=1)
+        leading = int(np.argmin(bad)) if not bad.all() else len(bad)
+        assert r.leading == leading
+        P, Q = s.split_neurons(ref.final["W"])
+        assert r.final_loss == pytest.approx(
+            _logistic(P, Q, draws[r.seed].X, draws[r.seed].y, r.alpha), rel=1e-8
+        )
+        assert r.init_norm == pytest.approx(init_norm)
+
+
+def test_eq20_bounds_uses_each_draws_margin_and_radius(sgd_runs):
+    draws, table, _ = sgd_runs
+    leaky = ex.eq20_bounds(table, draws, 0.1, 1.0, 0.05)
+    assert set(leaky.alpha) == {0.1} and set(leaky["mode"]) == {"η"}
+    for r in leaky.itertuples():
+        X, y = draws[r.seed].X, draws[r.seed].y
+        w = margins.max_margin(X, y)
+        gamma = float(np.min(y * (X @ w)) / np.linalg.norm(w))  # unit-teacher margin
+        B = float(np.sqrt((X**2).sum(axis=1).max()))
+        expected = s.sgd_epoch_bound(6, r.k, 0.1, gamma, 1.0, 0.05, B, r.init_norm)
+        assert r.bound_eq20 == pytest.approx(expected, rel=1e-6)
+
+
+def _thm41_table():
+    rows = []
+    for seed in (0, 1):
+        for k in (1, 4, 16):
+            rows += [
+                dict(
+                    alpha=0.1,
+                    init_scale=1e-3,
+                    k=k,
+                    seed=seed,
+                    mode="η",
+                    leading=16 // k,
+                ),
+                dict(alpha=0.1, init_scale=1e-3, k=k, seed=seed, mode="η/k", leading=8),
+                dict(
+                    alpha=0.0, init_scale=1e-3, k=k, seed=seed, mode="η", leading=4 + k
+                ),
+                dict(
+                    alpha=0.1, init_scale=9.0, k=k, seed=seed, mode="η", leading=32 // k
+                ),
+            ]
+    return pd.DataFrame(rows)
+
+
+def test_width_slopes_by_hand():
+    slopes = ex.width_slopes(_thm41_table(), 0.1, 1e-3)
+    np.testing.assert_allclose(slopes["fixed"], [-1.0, -1.0])  # 16/k
+    np.testing.assert_allclose(slopes["scaled"], [0.0, 0.0], atol=1e-12)
+    logk = np.log([1, 4, 16])
+    relu = np.polyfit(logk, np.log([5, 8, 20]), 1)[0]
+    np.testing.assert_allclose(slopes["relu"], [relu, relu])
+
+
+def test_first_epoch_losses_and_summary_by_hand():
+    curves = {
+        (0.1, 1e-3, 1, 0, "η"): [0.7, 0.1],
+        (0.1, 9.0, 1, 0, "η"): [2.0, 0.1],
+        (0.1, 1e-3, 1, 0, "η/k"): [9.0, 0.1],  # not at the step η
+        (0.0, 1e-3, 1, 0, "η"): [9.0, 0.1],  # not leaky
+        (0.1, 1e-3, 1, 1, "η"): [0.5, 0.1],
+    }
+    assert ex.first_epoch_losses(curves, 0.1, [0, 1]) == [2.0, 0.5]
+    table = _thm41_table()
+    table["last"] = table.leading
+    table["final_loss"] = np.where(table.alpha == 0.0, 0.1, 0.01)
+    table.loc[0, "final_loss"] = 0.02
+    leaky = table[(table.alpha == 0.1) & (table["mode"] == "η")].copy()
+    leaky["bound_eq20"] = 64.0
+    got = ex.sgd_summary(table, leaky, 0.1, 0.05)
+    assert got == dict(
+        runs=12,
+        worst_last=32,
+        worst_final=0.02,
+        relu_fail=6,
+        relu_runs=6,
+        relu_last=20,
+        bound_ratio=0.5,
+        min_bound=64.0,
+        big_vs_small=2.0,  # 32/k against 16/k at every width
     )

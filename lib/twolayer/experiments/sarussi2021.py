@@ -533,3 +533,168 @@ def angle_spread(*tables: pd.DataFrame) -> float:
     return float(
         max(np.ptp(t.drop(columns="in_par").to_numpy(), axis=0).max() for t in tables)
     )
+
+
+# ----------------------------------------------------------------- Thm 4.1 (SGD)
+
+
+def sgd_grid(
+    draws: dict[int, data.Dataset],
+    widths: list[int],
+    init_scales: list[float],
+    alpha: float,
+    lr: float,
+    epochs: int,
+    eps: float,
+) -> tuple[pd.DataFrame, dict]:
+    """Theorem 4.1 over a grid: SGD with batch 1, sampling without replacement
+    (:func:`~twolayer.theory.sarussi2021.sgd_batch1`, the runs of one width and
+    slope stepped together), for every data draw ``draws[seed]`` (its seed also
+    the initialisation's and the visiting order's), width ``k``, init scale and
+    slope (``alpha`` and the ReLU, 0), for ``epochs`` epochs of step ``lr``;
+    with ``alpha`` also at the smallest scale with the step ``lr / k``.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per run: ``alpha``, ``init_scale``, ``k``, ``seed``, ``mode``
+        (``"η"`` or ``"η/k"``), ``init_norm`` ``‖W_0‖`` and App. B's counts
+        (``leading``, ``last``, ``final_loss``:
+        :func:`~twolayer.theory.sarussi2021.sgd_run_record` at ``eps``).
+    curves : dict
+        ``(alpha, init_scale, k, seed, mode)`` → the largest visited loss of
+        each epoch.
+    """
+    seeds = list(draws)
+    n = draws[seeds[0]].n
+    rows, curves = [], {}
+    for k, a in itertools.product(widths, (alpha, 0.0)):
+        cases = [(sc, s, "η") for sc in init_scales for s in seeds]
+        cases += [(min(init_scales), s, "η/k") for s in seeds] if a == alpha else []
+        W0 = np.stack(
+            [
+                models.TwoLayerNet.fixed_second_layer(
+                    2, k, 0.5, init_scale=sc, seed=s
+                ).weights()[0]
+                for sc, s, _ in cases
+            ]
+        )  # (the slope does not enter the initialisation)
+        loss, W = theory.sgd_batch1(
+            W0,
+            np.stack([draws[s].X for _, s, _ in cases]),
+            np.stack([draws[s].y for _, s, _ in cases]),
+            a,
+            [lr / k if mode == "η/k" else lr for *_, mode in cases],
+            theory.sgd_orders(n, epochs, [s for _, s, _ in cases]),
+        )
+        for j, (sc, s, mode) in enumerate(cases):
+            rec = theory.sgd_run_record(loss[j], W[j], draws[s].X, draws[s].y, a, eps)
+            curves[(a, sc, k, s, mode)] = rec.pop("curve")
+            norm = float(np.linalg.norm(W0[j]))
+            rows.append(
+                dict(
+                    alpha=a,
+                    init_scale=sc,
+                    k=k,
+                    seed=s,
+                    mode=mode,
+                    init_norm=norm,
+                    **rec,
+                )
+            )
+    return pd.DataFrame(rows), curves
+
+
+def eq20_bounds(
+    table: pd.DataFrame,
+    draws: dict[int, data.Dataset],
+    alpha: float,
+    lr: float,
+    eps: float,
+) -> pd.DataFrame:
+    """The leaky runs at the step ``lr`` of an :func:`sgd_grid` table with
+    App. B's eq. 20 bound on their leading violating epochs
+    (:func:`~twolayer.theory.sarussi2021.sgd_epoch_bound`, from each draw's
+    max-margin ``γ`` through the origin, its radius ``B = max‖x‖`` and the run's
+    ``‖W_0‖``) in the column ``bound_eq20``."""
+    gamma = {
+        s: 1 / np.linalg.norm(margins.max_margin(d.X, d.y)) for s, d in draws.items()
+    }
+    radius = {s: float(np.linalg.norm(d.X, axis=1).max()) for s, d in draws.items()}
+    leaky = table[(table.alpha == alpha) & (table["mode"] == "η")].copy()
+    leaky["bound_eq20"] = [
+        theory.sgd_epoch_bound(
+            draws[r.seed].n,
+            r.k,
+            alpha,
+            gamma[r.seed],
+            lr,
+            eps,
+            radius[r.seed],
+            r.init_norm,
+        )
+        for r in leaky.itertuples()
+    ]
+    return leaky
+
+
+def width_slopes(
+    table: pd.DataFrame, alpha: float, init_scale: float
+) -> dict[str, np.ndarray]:
+    """Eq. 20's width dependence in an :func:`sgd_grid` table at one init scale:
+    per data draw, the slope of ``log(leading violating epochs)`` against
+    ``log k`` (:func:`~twolayer.theory.sarussi2021.log_log_slope`) of the leaky
+    runs at the step ``η`` (``"fixed"``), at ``η/k`` (``"scaled"``) and of the
+    ReLU at ``η`` (``"relu"``)."""
+    out = {}
+    for name, a, mode in (
+        ("fixed", alpha, "η"),
+        ("scaled", alpha, "η/k"),
+        ("relu", 0.0, "η"),
+    ):
+        runs = theory.runs_at(table, a, init_scale, mode)
+        out[name] = np.array(
+            [theory.log_log_slope(g.k, g.leading) for _, g in runs.groupby("seed")]
+        )
+    return out
+
+
+def first_epoch_losses(curves: dict, alpha: float, seeds: list[int]) -> list[float]:
+    """Per data draw, the largest loss visited in the first epoch by any leaky run
+    at the step ``η`` of :func:`sgd_grid` (Thm 4.1's rival: the runs early)."""
+    return [
+        max(
+            c[0]
+            for key, c in curves.items()
+            if key[0] == alpha and key[3] == s and key[4] == "η"
+        )
+        for s in seeds
+    ]
+
+
+def sgd_summary(
+    table: pd.DataFrame, leaky: pd.DataFrame, alpha: float, eps: float
+) -> dict[str, float]:
+    """The numbers Thm 4.1's page quotes, from an :func:`sgd_grid` table and its
+    :func:`eq20_bounds` rows ``leaky``: the number of leaky ``runs``; their
+    ``worst_last`` violating epoch and ``worst_final`` loss; of the ReLU runs the
+    number ``relu_fail`` ending above ``eps`` out of ``relu_runs`` and their
+    ``relu_last`` violating epoch; the largest observed/bound ratio
+    ``bound_ratio`` and the smallest bound ``min_bound``; ``big_vs_small``, the
+    largest ratio over widths of the median leading count at the largest init
+    scale to that at the smallest (leaky, step ``η``)."""
+    relu = table[table.alpha == 0.0]
+    scale = leaky.groupby(["init_scale", "k"]).leading.median()
+    big = scale[leaky.init_scale.max()]
+    small = scale[leaky.init_scale.min()]
+    return dict(
+        runs=len(leaky),
+        worst_last=int(leaky["last"].max()),
+        worst_final=float(leaky.groupby("seed").final_loss.max().max()),
+        relu_fail=int((relu.final_loss > eps).sum()),
+        relu_runs=len(relu),
+        relu_last=int(relu["last"].max()),
+        bound_ratio=float((leaky.leading / leaky.bound_eq20).max()),
+        min_bound=float(leaky.bound_eq20.min()),
+        big_vs_small=float((big / small).max()),
+    )

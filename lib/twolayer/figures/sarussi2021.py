@@ -572,3 +572,13 @@ def fig9_settings(base, outlier, alpha: float, hists, shown, init_scales, seed):
     labels = [f"init {init_scales[name]:g}, step {lr:g}" for name, lr in shown]
     runs = [hists[(lr, name, True, seed)][0] for name, lr in shown]
     return fig9(base, outlier, alpha, snaps, runs, labels)
+
+
+def thm41_first_draw(curves, alpha: float, seed: int, init_scales, widths, eps):
+    """:func:`thm41_visited_loss` of the leaky runs at the step η on the data
+    draw ``seed``, from the ``curves`` of
+    :func:`twolayer.experiments.sarussi2021.sgd_grid`."""
+    first = {
+        (sc, k): curves[(alpha, sc, k, seed, "η")] for sc in init_scales for k in widths
+    }
+    return thm41_visited_loss(first, init_scales, widths, eps)
