@@ -323,15 +323,25 @@ def appd_runs(
     return main, large
 
 
-def appd_layer7(main: list[dict], large: list[dict]) -> dict:
-    """App. D's 7th layer over seeds (runs of :func:`appd_runs`):
+@dataclass
+class Layer7:
+    """App. D's 7th layer over seeds (:func:`appd_layer7`)."""
 
-    ``"after"``: :func:`~twolayer.theory.phuong2021.layer7_statistics` of the
-    layer after its ReLU, one table per snapshot (``"init"``, ``"end"`` after
-    ``epochs``, ``"long"`` at the end); ``"pre"``: the same of the paper's ``f⁷``
-    (before the ReLU) for ``"end"``, ``"large"`` (the rival at ``epochs``) and
-    ``"long"``; ``"frozen"`` and ``"moved"``: per seed the share of the
-    (image, unit) activations of layer 7 that change from ``epochs`` to the end,
+    after: dict[str, pd.DataFrame]
+    pre: dict[str, pd.DataFrame]
+    frozen: list[float]
+    moved: list[float]
+
+
+def appd_layer7(main: list[dict], large: list[dict]) -> Layer7:
+    """App. D's 7th layer over seeds (runs of :func:`appd_runs`).
+
+    ``after``: :func:`~twolayer.theory.phuong2021.layer7_statistics` of the
+    layer after its ReLU, one table (a row per seed) per snapshot (``"init"``,
+    ``"end"`` after ``epochs``, ``"long"`` at the end); ``pre``: the same of the
+    paper's ``f⁷`` (before the ReLU) for ``"end"``, ``"large"`` (the rival at
+    ``epochs``) and ``"long"``; ``frozen`` and ``moved``: per seed the share of
+    layer 7's (image, unit) activations that change from ``epochs`` to the end,
     and from initialisation to ``epochs``
     (:func:`~twolayer.theory.phuong2021.pattern_change`)."""
     after = {
@@ -348,12 +358,33 @@ def appd_layer7(main: list[dict], large: list[dict]) -> dict:
         )
         for name, runs, i in (("end", main, 1), ("large", large, 1), ("long", main, 2))
     }
-    return dict(
+    return Layer7(
         after=after,
         pre=pre,
         frozen=[theory.pattern_change(r["reps"][1][7], r["reps"][2][7]) for r in main],
         moved=[theory.pattern_change(r["reps"][0][7], r["reps"][1][7]) for r in main],
     )
+
+
+def appd_w7_spectra(
+    runs: dict[str, list[dict]], level: float, k: int = 10
+) -> dict[str, pd.DataFrame]:
+    """App. D Fig. 4: per setting of ``runs`` (:func:`appd_runs`' lists), a table
+    with a row per seed of ``W7`` after ``epochs``: ``nsig`` (singular values
+    above ``level`` times the largest,
+    :func:`~twolayer.theory.phuong2021.significant_singular_values`) and
+    ``beyond`` (the share of ``‖W7‖_F²`` beyond the ``k`` largest,
+    :func:`~twolayer.theory.phuong2021.energy_beyond`)."""
+    return {
+        name: pd.DataFrame(
+            dict(
+                nsig=theory.significant_singular_values(r["W7"][1], level),
+                beyond=theory.energy_beyond(r["W7"][1], k),
+            )
+            for r in rs
+        )
+        for name, rs in runs.items()
+    }
 
 
 def residual_first_layer(
