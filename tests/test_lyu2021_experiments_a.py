@@ -150,3 +150,79 @@ def test_phase1_axis_masses_grow_at_the_rates_of_G():
     assert masses.shape == (6, 2) and (np.diff(masses, axis=0) > 0).all()
     # inside phase I ln c_- / ln c_+ grows at the ratio of the rates (to ~1 %)
     assert exponent == pytest.approx(rates[1] / rates[0], rel=0.02)
+
+
+def test_lemma52_runs_draw_and_train_each_seed():
+    kw = dict(n_half=3, margin=0.1, alpha=ALPHA, width=3, c_a=1.0, lr=0.05)
+    kw.update(rs=[0.4, 0.2], r_main=0.2, sigmas=[1e-3, 1e-4], snap_every=200)
+    runs, stats = E.lemma52_runs([4], **kw)
+    (run,) = runs
+    ds = symmetric_augment(
+        uniform_disk_linear(3, margin=0.1, w_star=[1.0, 0.6], seed=4)
+    )
+    np.testing.assert_array_equal(run["ds"].X, ds.X)
+    unit = models.TwoLayerNet(2, 3, ALPHA, "gaussian", second_layer_scale=1.0, seed=4)
+    W_bar, a_bar = unit.weights()
+    np.testing.assert_array_equal(run["W_bar"], W_bar)
+    # the main run starts at σ_main θ̄0 and is plain GD from there
+    s0 = run["main"].snapshots[0]
+    np.testing.assert_allclose(s0["W"], run["sigma_main"] * W_bar)
+    steps = int(round(run["main"].times[-1] / 0.05))
+    net = models.TwoLayerNet.from_weights(
+        run["sigma_main"] * W_bar, run["sigma_main"] * a_bar, ALPHA
+    )
+    ref = flows.gd(net, ds, lr=0.05, steps=steps, n_snapshots=2)
+    np.testing.assert_allclose(run["main"].final["W"], ref.final["W"], rtol=1e-6)
+    # it runs 30 time units past T1(r_main) of the smallest σ (last snapshot
+    # within snap_every steps of the end)
+    lam = run["lam_eff"]
+    t_end = 30 + L.phase1_time(0.2, min(1e-4, run["sigma_main"]), W_bar, a_bar, lam)
+    assert t_end - 200 * 0.05 <= run["main"].times[-1] <= t_end + 0.05
+    assert len(run["sweep"]) == 2
+    assert stats["slope"].shape == (1,) and stats["rate"].shape == (1,)
+
+
+def test_lemma53_embedding_commutes(sym):
+    times, diff, fdiff = E.lemma53_embedding(sym, 5, ALPHA, 0.2, 50, seed=1)
+    assert (
+        len(times) == len(diff) == len(np.unique(np.geomspace(1, 50, 40).astype(int)))
+    )
+    assert times[-1] == pytest.approx(50 * 0.2)
+    assert diff.max() < 1e-12 and fdiff < 1e-12
+
+
+def test_lemma54_distances_fall_with_sigma(sym):
+    lam0 = L.lambda0(sym.X, sym.y, ALPHA)
+    kw = dict(sigmas=[1e-2, 1e-4], r=1e-8, offsets=[0.0, 2.0])
+    d = E.lemma54_distances(sym, 3, ALPHA, [0], lam0, **kw)
+    assert d.shape == (1, 2, 2)
+    assert (d[0, 1] < d[0, 0] / 10).all()  # Lemma 5.4: distance of order σ
+    d2 = E.lemma54_distances(sym, 3, ALPHA, [0], 2 * lam0, **kw)
+    assert d2[0, 1].max() > 10 * d[0, 1].max()  # the wrong clock does not couple
+
+
+def test_thm55_distances_written_out(sym):
+    w_star = L.max_margin_separator(sym.X, sym.y)
+    runs, dist = E.thm55_distances(sym, w_star, ALPHA, 1e-3, [1000], 1e8)
+    assert dist.shape == (1, len(runs[0].snapshots))
+    end = runs[0].final
+    theta = np.r_[end["W"].ravel(), end["a"]]
+    limit = 0.5 * np.r_[w_star, -w_star, 1.0, -1.0]
+    assert dist[0, -1] == pytest.approx(
+        np.linalg.norm(theta / np.linalg.norm(theta) - limit), rel=1e-9
+    )
+    assert dist[0, -1] < dist[0, 0]
+
+
+def test_thm56_local_flows_table(sym):
+    w_star = L.max_margin_separator(sym.X, sym.y)
+    local = E.thm56_local_flows(sym, w_star, 3, ALPHA, 10.0, 0.05, 100.0, [2000, 2001])
+    assert list(local.index) == [0, 1]
+    assert {"near", "random", "near_margin0", "near_margin", "random_margin"} <= set(
+        local.columns
+    )
+    # margins in units of Thm 4.2's gamma* = (1 + α)/4 γ_lin: never above 1
+    assert (local[["near_margin0", "near_margin", "random_margin"]] <= 1 + 1e-9).all(
+        axis=None
+    )
+    assert (local.near < local.random).all()
