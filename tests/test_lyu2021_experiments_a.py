@@ -226,3 +226,13 @@ def test_thm56_local_flows_table(sym):
         axis=None
     )
     assert (local.near < local.random).all()
+
+
+@pytest.mark.parametrize("h, alpha", [(2.2, 0.5), (2.4, 0.5), (3.0, 0.1), (5.0, 0.3)])
+def test_bent_kkt_nonlinearity_is_the_measured_one(h, alpha):
+    """The wedges' exact fraction against the boundary measured on 36000 angles."""
+    X, y, W, a = L.bent_kkt_example(h, alpha)
+    measured = L.boundary_nonlinearity(W, a, alpha, angles=36000)
+    assert L.bent_kkt_nonlinearity(h, alpha) == pytest.approx(measured, abs=1e-4)
+    with pytest.raises(ValueError, match="h"):
+        L.bent_kkt_nonlinearity(-1.0, alpha)

@@ -1414,3 +1414,17 @@ def max_relative_drop(series) -> float:
 
 
 __all__ += ["one_neuron_net", "symmetric_phase1_gap", "max_relative_drop"]
+
+
+def bent_kkt_nonlinearity(h: float, alpha: float) -> float:
+    """The exact :func:`boundary_nonlinearity` of :func:`bent_kkt_example`'s net:
+    its positive region is a half-plane plus two wedges of angle
+    ``arctan((1−α)/(h(3+α)))`` each (Fig. 1 left, the construction's docstring),
+    so the fraction of the unit circle where its sign differs from the closest
+    half-plane is ``arctan((1−α)/(h(3+α)))/π``."""
+    alpha = _alpha(alpha)
+    h = positive(h, "h")
+    return float(np.arctan((1 - alpha) / (h * (3 + alpha))) / np.pi)
+
+
+__all__ += ["bent_kkt_nonlinearity"]
