@@ -200,22 +200,20 @@ def test_entry_law_sweep_law_by_hand():
 
 
 def test_n_sweep_separability_and_step_shrink():
-    df = E.n_sweep(
-        [6, 12],
-        n_ref=6,
-        half_angle=0.4,
-        width=5,
-        init_scale=1e-4,
-        lr=0.05,
-        steps=100,
-        seed=0,
-    )
-    for row in df.itertuples():
+    kw = dict(half_angle=0.4, width=5, init_scale=1e-4, lr=0.05, steps=100, seed=0)
+    df = E.n_sweep([6, 12], n_ref=6, **kw)
+    for row, shrink in zip(df.itertuples(), (1, 2)):
         ds = data.opposite_cones(row.n, 2, 0.4, seed=0)
         Z = ds.X * ds.y[:, None]
         Z /= np.linalg.norm(Z, axis=1, keepdims=True)
         assert row.mu == pytest.approx((Z @ Z.T).min())
-    assert df.t1.notna().all()
+        net = models.TwoLayerNet(2, 5, init="balanced", init_scale=1e-4, seed=0)
+        states = _gd(*net.weights(), ds.X, ds.y, 0.05 / shrink, 100 * shrink)
+        states = states[:: 5 * shrink]  # same flow time, snapshots every 5 * shrink
+        t = np.arange(len(states)) * 5 * shrink * (0.05 / shrink) / 2  # paper time
+        Ws, vs = np.array([W for W, _ in states]), np.array([v for _, v in states])
+        t1, _, mono = M.alignment_escape(t, Ws, vs, ds.X, ds.y)
+        assert row.t1 == pytest.approx(t1) and row.mono == mono
 
 
 def test_eps_sweep_escape_and_rate_by_hand():
