@@ -255,3 +255,20 @@ def test_representation_measures():
     assert P.unit_counts(R, y) == dict(dead=0, specific=2, shared=1)
     assert P.unit_counts(R[[0, 2]], y[[0, 2]]) == dict(dead=1, specific=2, shared=0)
     assert P.pattern_change(R, R) == 0.0 and P.pattern_change(R, 1 - R) == 1.0
+
+
+def test_cor1_limit_function_and_fitted_distances():
+    """Cor. 1's limit ρ(w+·x) − ρ(w−·x); the scale-fitted distance is 0 for any
+    positive multiple and 1 for an orthogonal shape; the two-ray rival fitted
+    by least squares recovers a function of its own form exactly."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 3))
+    wp, wm = np.array([1.0, 0, 0]), np.array([0, 1.0, 0])
+    g = P.limit_function(X, wp, wm)
+    by_hand = [max(x[0], 0) - max(x[1], 0) for x in X]
+    assert np.allclose(g, by_hand)
+    assert P.scaled_distance(3.5 * g, g) < 1e-12
+    f = np.ones(4) * [1, -1, 1, -1]
+    assert abs(P.scaled_distance(f, np.ones(4)) - 1.0) < 1e-12
+    assert P.best_two_ray_distance(wp, wm, X, 2 * g) < 1e-12
+    assert P.best_two_ray_distance(np.array([0, 0, 1.0]), wm, X, g) > 0.1

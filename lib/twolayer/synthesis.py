@@ -191,31 +191,6 @@ def _split_fraction(fn, pos: np.ndarray, neg: np.ndarray, *args) -> float:
     return float((w_in.sum() + u_in.sum()) / (len(w_in) + len(u_in)))
 
 
-def phuong_limit_function(X, w_plus, w_minus) -> np.ndarray:
-    """Phuong & Lampert Cor. 1 with Lemma C.1's scale (``‖u‖²‖w+‖ = ‖z‖²‖w−‖ = 1``):
-    ``f_θ/‖θ‖² → c·(ρ(w+·x) − ρ(w−·x))``; returns ``ρ(w+·x) − ρ(w−·x)``."""
-    X = np.asarray(X, float)
-    return np.maximum(X @ w_plus, 0) - np.maximum(X @ w_minus, 0)
-
-
-def scaled_distance(f, g) -> float:
-    """``min_c ‖c·f − g‖ / ‖g‖``: how far the shape of ``f`` is from ``g``
-    when the overall scale (which the limit theorems leave free) is fitted."""
-    f, g = np.asarray(f, float), np.asarray(g, float)
-    c = (f @ g) / max(f @ f, 1e-300)
-    return float(np.linalg.norm(c * f - g) / np.linalg.norm(g))
-
-
-def best_two_ray_distance(r_plus, r_minus, X, g) -> float:
-    """The rival model ``c+ρ(r+·x) − c−ρ(r−·x)`` with both coefficients fitted
-    to ``g`` by least squares (the most favourable scale for the rival):
-    relative distance ``‖model − g‖/‖g‖`` on ``X``."""
-    X, g = np.asarray(X, float), np.asarray(g, float)
-    A = np.c_[np.maximum(X @ r_plus, 0), -np.maximum(X @ r_minus, 0)]
-    coef, *_ = np.linalg.lstsq(A, g, rcond=None)
-    return float(np.linalg.norm(A @ coef - g) / np.linalg.norm(g))
-
-
 # ---------------------------------------------------------- per-seed runs of the pages
 
 
@@ -244,9 +219,9 @@ def phuong_limit_run(
 ) -> dict:
     """Phuong & Lampert Fig 1's data (draw ``seed``), balanced init, gradient flow
     to ``t_max``: the gap of Thm 1 and ``σ3/σ1`` along the flow, the stable rank
-    and Cor. 1's function distance (:func:`scaled_distance`) on ``n_held_out``
-    fresh points at the end; the early-phase rival ``x̂±`` (its gap and its best
-    two-ray model's distance)."""
+    and Cor. 1's function distance (:func:`.phuong2021.scaled_distance`) on
+    ``n_held_out`` fresh points at the end; the early-phase rival ``x̂±`` (its gap
+    and its best two-ray model's distance)."""
     from .data import orthant_data
     from .flows import gradient_flow
 
@@ -262,7 +237,7 @@ def phuong_limit_run(
     )
     rank3 = np.array([metrics.rank_ratio(s["W"], 2) for s in flow.snapshots])
     held_out = orthant_data(n_held_out, d, seed=10_000 + seed).X
-    limit_f = phuong_limit_function(held_out, w_plus, w_minus)
+    limit_f = phuong2021.limit_function(held_out, w_plus, w_minus)
     from .models import two_layer_output
 
     learned = two_layer_output(flow.final["W"], flow.final["a"], held_out)
@@ -271,11 +246,13 @@ def phuong_limit_run(
         gap=gap,
         rank3=rank3,
         stable=metrics.stable_rank(flow.final["W"]),
-        f_dist=scaled_distance(learned, limit_f),
+        f_dist=phuong2021.scaled_distance(learned, limit_f),
         early_gap=max(
             1 - metrics.cosine(x_plus, w_plus), 1 - metrics.cosine(x_minus, w_minus)
         ),
-        f_dist_early=best_two_ray_distance(x_plus, x_minus, held_out, limit_f),
+        f_dist_early=phuong2021.best_two_ray_distance(
+            x_plus, x_minus, held_out, limit_f
+        ),
         wall=flow.wall_time,
         steps=flow.config["steps"],
         net=net,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import data, flows, models, synthesis
+from .. import data, flows, models
 from ..data import Dataset
 from ..metrics import rank_ratio
 from ..theory import phuong2021 as theory
@@ -174,11 +174,11 @@ def limit_table(
         theory.limit_tests(W, a, ds.X, ds.y, g["w"], g["x"], kkt_tight)
         for (W, a), ds, g in zip(finals, draws, geo)
     )
-    target = [synthesis.phuong_limit_function(X, *g["w"]) for X, g in zip(fresh, geo)]
+    target = [theory.limit_function(X, *g["w"]) for X, g in zip(fresh, geo)]
     outputs = [models.two_layer_output(W, a, X) for (W, a), X in zip(finals, fresh)]
-    T["cor1"] = [synthesis.scaled_distance(f, g) for f, g in zip(outputs, target)]
+    T["cor1"] = [theory.scaled_distance(f, g) for f, g in zip(outputs, target)]
     T["cor1_x"] = [
-        synthesis.best_two_ray_distance(*g["x"], X, f)
+        theory.best_two_ray_distance(*g["x"], X, f)
         for g, X, f in zip(geo, fresh, target)
     ]
     T["c1"] = [
@@ -211,8 +211,8 @@ def cor1_over_widths(
             )
             end = flows.gradient_flow(net, ds, t_max, n_snapshots=2).final
             f = models.two_layer_output(end["W"], end["a"], fresh[i])
-            target = synthesis.phuong_limit_function(fresh[i], *geo[i]["w"])
-            worst[i] = max(worst[i], synthesis.scaled_distance(f, target))
+            target = theory.limit_function(fresh[i], *geo[i]["w"])
+            worst[i] = max(worst[i], theory.scaled_distance(f, target))
     return worst
 
 
