@@ -7,6 +7,7 @@ The paper's quantities are :mod:`twolayer.theory.lyu2021`; training goes through
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +30,9 @@ class SeedFlows:
     nonlinearity: np.ndarray
 
 
-def seed_flows(ds: data.Dataset, seeds, *, alpha: float, **flow) -> SeedFlows:
+def seed_flows(
+    ds: data.Dataset, seeds: Iterable[int], *, alpha: float, **flow
+) -> SeedFlows:
     """Fig. 1 (left): gradient flow from a small initialisation, one run per seed
     (:func:`trajectories`), and the normalized margin (Lyu & Li's ``γ``, §3)
     and boundary nonlinearity of each final net.
@@ -66,8 +69,8 @@ def kkt_directions(
     gamma_star: float,
     search: dict,
     large_init: dict,
-    large_seeds,
-    other_seeds=(),
+    large_seeds: Iterable[int],
+    other_seeds: Iterable[int] = (),
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fig. 1 left: every KKT direction of the margin problem (P) we can reach on
     a symmetric set, one row each (:func:`~twolayer.theory.lyu2021.kkt_row`).
@@ -158,11 +161,24 @@ def kkt_directions(
 
 
 def kkt_summary(table: pd.DataFrame, tol: float = 1e-4) -> dict:
-    """Fig. 1 left: what :func:`kkt_directions`' ``table`` shows. ``n`` rows,
-    ``verified`` of them KKT points to the stationarity residual ``tol``, the
-    distinct margin ratios (3 digits, as text) of the verified ones on the main
-    set (``margins``) and on all sets (``margins_all``), and their largest
-    boundary nonlinearity (``nonlin``)."""
+    """Fig. 1 left: what :func:`kkt_directions`' ``table`` shows.
+
+    Parameters
+    ----------
+    table
+        :func:`kkt_directions`' table (rows ``"other set ..."`` are the further
+        sets).
+    tol
+        KKT stationarity residual below which a row is a verified KKT point.
+
+    Returns
+    -------
+    dict
+        ``n`` rows, ``verified`` of them KKT points, the distinct margin ratios
+        (3 digits, as text) of the verified ones on the main set (``margins``)
+        and on all sets (``margins_all``), and their largest boundary
+        nonlinearity (``nonlin``).
+    """
     verified = table[table.stationarity <= tol]
     main = verified[~verified.start.str.startswith("other set")]
 
@@ -573,10 +589,25 @@ def hinted_split_log(runs, times, w_star, band: float, seeds, errors, certified)
     return log, paths, splits
 
 
-def axis_tilts(runs, u, at: int = -1) -> np.ndarray:
-    """Fig. 1 middle / Lemma 5.2: per run, the relative tilt of its neurons off
-    the axis ``u`` (:func:`~twolayer.theory.lyu2021.axis_tilt`) at snapshot
-    ``at`` (the end by default, ``0`` the initialisation)."""
+def axis_tilts(
+    runs: Sequence[flows.Trajectory], u: Sequence[float], at: int = -1
+) -> np.ndarray:
+    """Fig. 1 middle / Lemma 5.2: how far each run's neurons are off an axis.
+
+    Parameters
+    ----------
+    runs
+        Trajectories with snapshots ``{"W", "a"}``.
+    u
+        The axis (phase I's ``±μ̄``).
+    at
+        The snapshot: the end by default, ``0`` the initialisation.
+
+    Returns
+    -------
+    np.ndarray
+        Per run, :func:`~twolayer.theory.lyu2021.axis_tilt` of its first layer.
+    """
     return np.array([lyu2021.axis_tilt(r.snapshots[at]["W"], u) for r in runs])
 
 
@@ -594,7 +625,12 @@ class LatePhases:
 
 
 def axis_late_phases(
-    runs, margins, u, alpha: float, gamma1: float, x0: float
+    runs: Sequence[flows.Trajectory],
+    margins: Sequence[np.ndarray],
+    u: Sequence[float],
+    alpha: float,
+    gamma1: float,
+    x0: float,
 ) -> LatePhases:
     """Fig. 1 middle: the late phase of each run on the axis ``u``
     (:func:`~twolayer.theory.lyu2021.axis_late_phase`: ``c_- ∝ c_+^α`` and the
@@ -610,6 +646,10 @@ def axis_late_phases(
     u, alpha, gamma1, x0
         The axis, the leaky slope, the linear KKT direction's margin ``γ1`` and
         the positives' distance ``x0`` from the boundary ``x1 = 0``.
+
+    Returns
+    -------
+    LatePhases
     """
     phases = [
         lyu2021.axis_late_phase(r.snapshots, r.loss, r.times, g, u, alpha, gamma1)
@@ -630,7 +670,12 @@ def axis_late_phases(
 
 
 def phase1_axis_masses(
-    ds: data.Dataset, u, alpha: float, width: int, init_scale: float, seed: int
+    ds: data.Dataset,
+    u: Sequence[float],
+    alpha: float,
+    width: int,
+    init_scale: float,
+    seed: int,
 ) -> tuple[np.ndarray, np.ndarray, float]:
     """Fig. 1 middle, inside phase I (Lemma 5.2): the masses ``c_±`` of the
     neurons on ``±u`` grow at the rates ``|G(±u)|``, so ``d ln c_- / d ln c_+``
@@ -661,7 +706,7 @@ def phase1_axis_masses(
 
 
 def lemma52_runs(
-    seeds,
+    seeds: Iterable[int],
     *,
     n_half: int,
     margin: float,
@@ -669,9 +714,9 @@ def lemma52_runs(
     width: int,
     c_a: float,
     lr: float,
-    rs,
+    rs: Sequence[float],
     r_main: float,
-    sigmas,
+    sigmas: Sequence[float],
     snap_every: int,
 ) -> tuple[list[dict], dict]:
     """Lemma 5.2 over seeds: seed ``s`` draws a symmetric set (``n_half`` disk
@@ -767,20 +812,38 @@ def lemma54_distances(
     ds: data.Dataset,
     m: int,
     alpha: float,
-    seeds,
+    seeds: Iterable[int],
     lam0: float,
     *,
-    sigmas,
+    sigmas: Sequence[float],
     r: float,
-    offsets,
+    offsets: Sequence[float],
     rtol: float = 1e-8,
     atol: float = 1e-11,
 ) -> np.ndarray:
-    """Lemma 5.4 over initialisations: per seed,
-    :func:`~twolayer.theory.lyu2021.lemma54_coupling` (the relative distance of
-    the ``m``-neuron flow from ``σ θ̄0`` at ``T12 + t`` to the embedded
-    two-neuron flow ``π_b̄(θ̃(t))``) on the clock of ``lam0``, integrated with
-    ``rtol``/``atol``. Returns an array (seed, ``sigmas``, ``offsets``)."""
+    """Lemma 5.4 over initialisations: the ``m``-neuron flow from ``σ θ̄0`` at
+    ``T12 + t`` against the embedded two-neuron flow ``π_b̄(θ̃(t))``.
+
+    Parameters
+    ----------
+    ds, m, alpha
+        The data, the width and the leaky slope.
+    seeds
+        Seeds of the unit-scale Gaussian draws ``θ̄0``.
+    lam0
+        The growth rate ``λ0`` whose clock sets ``T12`` and ``T2`` (the book's
+        ``‖μ̃‖``, or twice it for the paper's printed ``μ̃``).
+    sigmas, r, offsets
+        Init scales, the two-neuron reference's ``r`` and the times ``t``.
+    rtol, atol
+        The integrator's tolerances.
+
+    Returns
+    -------
+    np.ndarray
+        (seed, ``sigmas``, ``offsets``): per seed
+        :func:`~twolayer.theory.lyu2021.lemma54_coupling`'s relative distances.
+    """
     return np.array(
         [
             lyu2021.lemma54_coupling(
@@ -792,14 +855,24 @@ def lemma54_distances(
 
 
 def thm55_distances(
-    ds: data.Dataset, w_star, alpha: float, init_norm: float, draws, t_max: float
+    ds: data.Dataset,
+    w_star: Sequence[float],
+    alpha: float,
+    init_norm: float,
+    draws: Iterable[int],
+    t_max: float,
 ) -> tuple[list[flows.Trajectory], np.ndarray]:
     """Thm 5.5: gradient flow of a two-neuron net from
     :func:`~twolayer.theory.lyu2021.thm55_two_neuron_start` (one generator seed
     per entry of ``draws``, norm ``init_norm``) to ``t_max``
     (:func:`~twolayer.theory.lyu2021.thm55_flow`), and the distance of
-    ``θ/‖θ‖`` to ``½(w*, −w*, 1, −1)`` at every snapshot. Returns
-    ``(runs, distances)``, distances of shape (draw, snapshot)."""
+    ``θ/‖θ‖`` to ``½(w*, −w*, 1, −1)`` at every snapshot.
+
+    Returns
+    -------
+    (runs, distances)
+        The trajectories and the distances, shape (draw, snapshot).
+    """
     limit = lyu2021.two_neuron_limit(w_star)
     runs = [lyu2021.thm55_flow(ds, w_star, alpha, init_norm, s, t_max) for s in draws]
     dist = [
@@ -811,18 +884,26 @@ def thm55_distances(
 
 def thm56_local_flows(
     ds: data.Dataset,
-    w_star,
+    w_star: Sequence[float],
     m: int,
     alpha: float,
     norm: float,
     eps: float,
     t_max: float,
-    draws,
+    draws: Iterable[int],
 ) -> pd.DataFrame:
     """Thm 5.6 over draws: :func:`~twolayer.theory.lyu2021.thm56_local_flow`
     (the flow from norm ``norm`` at distance ``eps`` from
     ``θ̄* = π_b(½(w*, −w*, 1, −1))`` and from a random direction), one row per
-    generator seed of ``draws``, margins in units of Thm 4.2's ``γ*``."""
+    generator seed of ``draws``.
+
+    Returns
+    -------
+    pd.DataFrame
+        Columns ``near``, ``random`` (final distance to ``θ̄*``) and
+        ``*_margin0``, ``*_margin`` (normalized margin at the start and the end
+        in units of Thm 4.2's ``γ*``), one row per draw.
+    """
     limit = lyu2021.two_neuron_limit(w_star)
     gamma_star = lyu2021.global_max_margin_symmetric(ds.X, ds.y, alpha)
     rows = [
