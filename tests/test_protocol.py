@@ -114,3 +114,15 @@ def test_the_registry_is_part_of_the_page_key(tmp_path):
     assert before[0] != after[0] != moved[0] and before[1] != after[1] != moved[1]
     registry(tmp_path, "# a comment\n" + ENTRY)  # layout and comments do not count
     assert (notebook_source(nb), notebook_tree(nb)) == after
+
+
+def test_an_id_pattern_registers_the_claims_of_a_loop(tmp_path):
+    text = ENTRY.replace("phuong2021.thm1.cos:", "phuong2021.thm1.cos_{pair}_{side}:")
+    led = Ledger(PAGE, registered=registry(tmp_path, text), names={"lr": 0.1})
+    for pair in ("0_1", "3_5"):
+        c = check(led, id=f"thm1.cos_{pair}_centred")
+        assert (c.id, c.threshold) == (f"phuong2021.thm1.cos_{pair}_centred", 0.99)
+    led.finish(display=False)  # the pattern was checked: nothing left over
+    with pytest.raises(TypeError):  # "cos" alone does not match the pattern
+        check(Ledger(PAGE, registered=registry(tmp_path, text)), id="thm1.cos")
+    assert not protocol.id_pattern("a.b.c_{x}").fullmatch("a.b.c_")

@@ -366,17 +366,29 @@ class Ledger:
         refusing a field written in both places."""
         chapter = self.notebook.split("/")[0]
         full = id if str(id).split(".")[0] in CHAPTERS else f"{chapter}.{id}"
-        entry = self._registry.get(full, {})
+        key = self._registry_key(full)
+        entry = self._registry.get(key, {})
         twice = sorted(set(entry) & set(given))
         if twice:
             raise ValueError(
                 f"claim {full!r}: {', '.join(twice)} written both in {self.registry} "
                 "and in the call (write each field once)"
             )
-        self._unchecked.pop(full, None)
+        self._unchecked.pop(key, None)
         if self._names is not None:
             entry = {k: self._filled(full, k, v) for k, v in entry.items()}
         return full, {**entry, **given}
+
+    def _registry_key(self, full: str) -> str:
+        """The registry entry of a claim: its own id, else the first id pattern
+        (``sarussi2021.fig7.ratio_{pair}``: a claim made in a loop over a parameter's
+        values) that matches it."""
+        if full in self._registry:
+            return full
+        for key in self._registry:
+            if "{" in key and protocol.id_pattern(key).fullmatch(full):
+                return key
+        return full
 
     def _filled(self, id: str, name: str, value):
         """A registered text field with the page's variables filled in."""

@@ -8,7 +8,9 @@ then only supplies what the run measured::
     ledger = Ledger(registered="symmetric_limit.claims.yml")
     ledger.prediction(id="thm43.error", measured=err_main, rival=phase1)
 
-Each entry is keyed by the claim's full id and holds literal fields only; a field
+Each entry is keyed by the claim's full id (or an id pattern, ``fig7.ratio_{pair}``,
+for claims made in a loop over a parameter's values) and holds literal fields only
+(text fields may be templates, see :class:`twolayer.claims.Ledger`); a field
 computed by the run (a threshold from a parameter, a statement with the run's
 ``alpha``) is passed in the call instead — never both (:class:`twolayer.claims.Ledger`
 refuses a field written twice, a registered claim never checked, an unknown field).
@@ -17,6 +19,7 @@ refuses a field written twice, a registered claim never checked, an unknown fiel
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -46,6 +49,14 @@ FIELDS = frozenset(
 def path_for(notebook: Path) -> Path:
     """The registry of ``<name>.ipynb``: ``<name>.claims.yml`` in the same folder."""
     return notebook.with_name(notebook.stem + SUFFIX)
+
+
+def id_pattern(key: str) -> re.Pattern:
+    """A registry key with ``{placeholders}`` as a pattern over full ids: each
+    placeholder stands for one or more of ``[a-z0-9_]`` (a claim made in a loop
+    over a parameter's values is registered once)."""
+    parts = re.split(r"\{[^{}]*\}", key)
+    return re.compile("[a-z0-9_]+".join(re.escape(p) for p in parts))
 
 
 def load(path: str | Path) -> dict[str, dict]:
