@@ -220,3 +220,49 @@ def test_grid_key_follows_the_code_its_points_run(monkeypatch):
     limit_error.__module__ = "twolayer.theory.lyu2021"
     monkeypatch.setattr(lyu2021, "limit_error", limit_error)
     assert regimes.grid_key("lyu") != key, "an edit of a called function kept the key"
+
+
+def test_lyu_clause_misses_measures_the_imbalance_and_the_stall():
+    from twolayer.flows import gradient_flow
+    from twolayer.models import TwoLayerNet
+    from twolayer.theory import lyu2021
+
+    # width 2: draw 83 misses with b̄ of both signs, draw 88 reaches the limit,
+    # draw 1 has the event (left out)
+    frame = pd.DataFrame(
+        dict(
+            width=[2, 2, 2],
+            seed=[83, 88, 1],
+            lyu=[0.06, 0.02, 0.33],
+            same_sign_b=[False, False, True],
+        )
+    )
+    out = regimes.lyu_clause_misses(frame, 0.05)
+    miss = out["misses"].iloc[0]
+    assert len(out["misses"]) == 1 and out["quotes"]["stall_n"] == 1
+    data, _ = regimes.lyu_data(0)
+    mu = lyu2021.mu(data.X, data.y)
+
+    def ratio(v):  # positive mass over negative mass, folded to >= 1
+        r = np.sqrt((v[v > 0] ** 2).sum() / (v[v < 0] ** 2).sum())
+        return max(r, 1 / r)
+
+    # independently: b̄_k ∝ <w_k, μ̄> + a_k of the σ = 1e-4 init itself
+    nets = {
+        s: TwoLayerNet(5, 2, alpha=0.5, init="gaussian", init_scale=1e-4, seed=s)
+        for s in (83, 88)
+    }
+    b = {
+        s: n.weights()[0] @ (mu / np.linalg.norm(mu)) + n.weights()[1]
+        for s, n in nets.items()
+    }
+    assert miss.imbalance == pytest.approx(ratio(b[83]), rel=1e-9)
+    assert out["hit_imbalance"] == pytest.approx(ratio(b[88]), rel=1e-9)
+    # the σ → 0 flow's gap is the m-neuron flow's at σ = 1e-4, and still falls
+    assert miss.gap0_300 == pytest.approx(
+        regimes.lyu_probability_point(2, 83)["lyu"], abs=1e-3
+    )
+    assert miss.gap0_200 > miss.gap0_300 and miss.gap_sigma > 0.05
+    # Lemma 5.3: the m-neuron flow's output masses are the two-neuron flow's
+    run = gradient_flow(nets[83], data, 1e300, rtol=1e-5, atol=1e-8, n_snapshots=3)
+    assert miss.a_ratio == pytest.approx(ratio(run.final["a"]), rel=1e-2)

@@ -916,3 +916,101 @@ def map_trials(grids, specs) -> tuple[dict, dict]:
     top = sr[(sr.width == 100) & (sr.init_scale == sr.init_scale.max())]
     quotes["sr_w100_top"] = float((top.stable_rank <= 2).mean())
     return trials, quotes
+
+
+def lyu_clause_misses(
+    frame,
+    threshold: float,
+    *,
+    sigma: float = 1e-12,
+    r: float = 1e-6,
+    alpha: float = 0.5,
+) -> dict:
+    """Why Lyu Thm 4.3's probability clause misses outside Lemma 5.4's event, on
+    the ``lyu_probability`` grid ``frame`` (data draw 0, σ = 1e-4): per run with
+    ``b̄`` of both signs whose gap exceeds ``threshold`` (``misses``, a table), the
+    imbalance ``max(|b̄+|/|b̄−|, |b̄−|/|b̄+|)`` of Lemma 5.2's ``b̄`` (``imbalance``;
+    ``b̄±``: the norms of its positive and negative parts, Lemma 5.4), the gap
+    rerun from the same init direction at ``sigma`` (``gap_sigma``,
+    :func:`lyu_probability_point`), and the σ → 0 flow: Thm 5.5's two-neuron flow
+    from ``r θ̂``, ``θ̂ = (b̄+ μ̄, b̄− μ̄; b̄+, b̄−)`` (Lemma 5.4,
+    :func:`twolayer.theory.lyu2021.phase2_start`), its gap at ``t = 1e200`` and
+    ``1e300`` (``gap0_200``, ``gap0_300``) and its output weights' ratio
+    ``max(â1/|â2|, |â2|/â1)`` at ``1e300`` (``a_ratio``: Thm 4.3's limit has
+    ``â1 = |â2|``). ``hit_imbalance``: the largest imbalance of the runs outside the
+    event that reached the limit. The prose's quotes: the misses, their smallest
+    imbalance and the hits' largest, the largest change of a gap at ``sigma`` or
+    σ → 0 (``stall_diff``), the range of ``a_ratio`` and of the fall of ``gap0``
+    from 1e200 to 1e300."""
+    import pandas as pd
+
+    from .flows import gradient_flow
+    from .models import TwoLayerNet
+    from .theory import lyu2021
+
+    data, X_eval = lyu_data(0)
+    target = lyu2021.symmetric_limit_function(
+        X_eval, lyu2021.max_margin_separator(data.X, data.y), alpha
+    )
+    mu_bar = lyu2021.mu(data.X, data.y)
+
+    def embedding(width: int, seed: int) -> np.ndarray:
+        net = TwoLayerNet(data.d, width, alpha=alpha, init="gaussian", seed=seed)
+        return lyu2021.embedding_vector(*net.weights(), mu_bar)
+
+    def imbalance(b: np.ndarray) -> float:
+        ratio = np.linalg.norm(b[b > 0]) / np.linalg.norm(b[b < 0])
+        return float(max(ratio, 1 / ratio))
+
+    outside = frame[~frame.same_sign_b.to_numpy(bool)]
+    hits = outside[outside.lyu <= threshold]
+    rows = []
+    for row in outside[outside.lyu > threshold].itertuples():
+        m, s = int(row.width), int(row.seed)
+        b = embedding(m, s)
+        W, a = lyu2021.phase2_start(b, mu_bar)
+        two = TwoLayerNet.from_weights(r * W, r * a, alpha=alpha)
+        flow = gradient_flow(
+            two, data, T_MAX, rtol=1e-5, atol=1e-8, snapshot_times=[0.0, 1e200, T_MAX]
+        )
+        late = [
+            lyu2021.limit_error(snap["W"], snap["a"], X_eval, target, alpha)
+            for snap in flow.snapshots[1:]
+        ]
+        a_end = flow.snapshots[-1]["a"]
+        rows.append(
+            dict(
+                width=m,
+                seed=s,
+                gap=float(row.lyu),
+                imbalance=imbalance(b),
+                gap_sigma=lyu_probability_point(m, s, init_scale=sigma)["lyu"],
+                gap0_200=late[0],
+                gap0_300=late[1],
+                a_ratio=imbalance(a_end),
+            )
+        )
+    misses = pd.DataFrame(rows)
+    hit_imbalance = max(
+        imbalance(embedding(int(h.width), int(h.seed))) for h in hits.itertuples()
+    )
+    drop = misses.gap0_200 - misses.gap0_300
+    return dict(
+        misses=misses,
+        hit_imbalance=hit_imbalance,
+        quotes=dict(
+            stall_n=len(misses),
+            stall_imbalance_lo=misses.imbalance.min(),
+            stall_hit_imbalance=hit_imbalance,
+            stall_sigma=sigma,
+            stall_diff=float(
+                max(
+                    abs(misses[k] - misses.gap).max() for k in ("gap_sigma", "gap0_300")
+                )
+            ),
+            stall_a_lo=misses.a_ratio.min(),
+            stall_a_hi=misses.a_ratio.max(),
+            stall_drop_lo=float(drop.min()),
+            stall_drop_hi=float(drop.max()),
+        ),
+    )
