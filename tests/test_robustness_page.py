@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from twolayer import pipeline
 from twolayer.pipeline import robustness
 from twolayer.pipeline import sweep as sw
 from twolayer.pipeline.pages import Paths, project_root
@@ -24,6 +25,20 @@ def test_held_out_seeds_are_fresh_blocks():
         first = int(decls["seed"].default)
         assert seeds[0] >= first + block  # none of the default run's seeds
         assert len(seeds) * block >= robustness.held_out_seeds(paths, page) >= 5
+
+
+def test_mnist_pages_get_the_mnist_number_of_held_out_seeds():
+    """An MNIST page loads its data through the library: its name says MNIST."""
+    paths = Paths(project_root())
+    mnist = [p for p in pipeline.book_pages(paths) if robustness.is_mnist(paths, p)]
+    assert {p.split("__")[0] for p in mnist} == {
+        "phuong2021/appd_mnist",
+        "min2024/fig12_13_two_phases",
+        "min2024/fig5_mnist_alignment",
+        "sarussi2021/thm51_mnist_linear_regime",
+    }
+    assert robustness.held_out_seeds(paths, "lyu2021/phase1") == robustness.SEEDS
+    assert robustness.held_out_seeds(paths, mnist[0]) == robustness.SEEDS_MNIST
 
 
 @pytest.fixture
