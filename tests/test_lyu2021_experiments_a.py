@@ -77,16 +77,21 @@ def test_kkt_directions_rows_and_large_flows(sym):
     assert (table.ratio <= 1 + 1e-6).all()  # Thm 4.2: nothing beats gamma*
 
 
-def test_kkt_summary_of_a_hand_table():
-    table = pd.DataFrame(
+def _hand_table(first_ratio: float) -> pd.DataFrame:
+    """Four rows of :func:`kkt_directions`' table: two verified random starts
+    (ratios ``first_ratio`` and 2/3), a further set's row, an unverified row."""
+    return pd.DataFrame(
         dict(
             start=["random start", "random start", "other set 2, points", "x"],
-            ratio=[1.0, 0.66666, 0.5, 0.9],
+            ratio=[first_ratio, 0.66666, 0.5, 0.9],
             stationarity=[1e-6, 1e-5, 0.0, 1e-2],
             nonlinearity=[0.0, 0.001, 0.003, 0.2],
         )
     )
-    out = E.kkt_summary(table)
+
+
+def test_kkt_summary_of_a_hand_table():
+    out = E.kkt_summary(_hand_table(1.0))
     assert out == dict(
         n=4,
         verified=3,
@@ -94,6 +99,23 @@ def test_kkt_summary_of_a_hand_table():
         margins_all="0.500, 0.667, 1.000",
         nonlin=0.003,
     )
+
+
+def test_suboptimal_kkt_one_neuron_first_then_verified_rows(sym):
+    table = _hand_table(0.9995)  # within 1e-3 of gamma*: global
+    gstar = L.global_max_margin_symmetric(sym.X, sym.y, ALPHA)
+    out = E.suboptimal_kkt(table, sym, ALPHA, gstar)
+    assert list(out.start) == ["one neuron on w*", "random start"]
+    # ½φ(<w*, x>) on symmetric data: margin α γ_lin / 2 at ‖θ‖² = 1; γ* is
+    # (1+α) γ_lin / 4 (two opposite neurons), so the ratio is 2α/(1+α)
+    g_lin = 1 / np.linalg.norm(L.max_margin(sym.X, sym.y))
+    w = L.max_margin_separator(sym.X, sym.y)
+    one = _margin(w[None] / np.sqrt(2), np.array([2**-0.5]), sym.X, sym.y, ALPHA)
+    assert one == pytest.approx(ALPHA * g_lin / 2, rel=1e-9)
+    assert out.ratio[0] == pytest.approx(2 * ALPHA / (1 + ALPHA), rel=1e-7)
+    assert out.stationarity[0] < 1e-8
+    with pytest.raises(ValueError, match="not symmetric"):
+        E.suboptimal_kkt(table, Dataset(sym.X[:3], sym.y[:3], "half", "t"), ALPHA, 1)
 
 
 def _run(snapshots, loss=None, times=None):

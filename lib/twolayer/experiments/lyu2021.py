@@ -194,6 +194,52 @@ def kkt_summary(table: pd.DataFrame, tol: float = 1e-4) -> dict:
     )
 
 
+def suboptimal_kkt(
+    table: pd.DataFrame,
+    ds: data.Dataset,
+    alpha: float,
+    gamma_star: float,
+    tol: float = 1e-4,
+    same: float = 1e-3,
+) -> pd.DataFrame:
+    """Fig. 1 left: the verified KKT directions of ``ds`` whose margin is below
+    Thm 4.2's ``γ*`` — what Lyu & Li's Thm 3.1 allows and Thm 4.3 rules out for
+    gradient flow from small initialisation.
+
+    The first row is the one-neuron net on ``w*``
+    (:func:`~twolayer.theory.lyu2021.one_neuron_net`): on symmetric data
+    (Assumption 4.1) it is a KKT point with margin ``2α/(1+α)·γ*`` on every
+    draw; the others are the rows of :func:`kkt_directions`' ``table`` on
+    ``ds`` (not ``"other set ..."``) that are KKT points to ``tol`` and below
+    ``(1 − same)·γ*``.
+
+    Parameters
+    ----------
+    table
+        :func:`kkt_directions`' table.
+    ds, alpha, gamma_star
+        The symmetric set, the leaky slope and its global max margin ``γ*``.
+    tol
+        KKT stationarity residual of a verified KKT point.
+    same
+        Relative margin gap below which a KKT point counts as global.
+
+    Returns
+    -------
+    pd.DataFrame
+        Columns of ``table`` (``ratio`` to ``gamma_star``).
+    """
+    if not lyu2021.is_symmetric(ds.X, ds.y):
+        raise ValueError(
+            f"suboptimal_kkt: {ds.name!r} is not symmetric (Assumption 4.1)"
+        )
+    W, a = lyu2021.one_neuron_net(lyu2021.max_margin_separator(ds.X, ds.y))
+    one = lyu2021.kkt_row(W, a, ds.X, ds.y, alpha, gamma_star, "one neuron on w*")
+    rows = table[~table.start.str.startswith("other set")]
+    rows = rows[(rows.stationarity <= tol) & (rows.ratio < 1 - same)]
+    return pd.concat([pd.DataFrame([one]), rows], ignore_index=True)
+
+
 # ---------------------------------------------------------- §4.2 and §6 (helper B)
 
 
