@@ -153,6 +153,50 @@ def test_par_svm_scan_by_hand():
         assert value == votes.mean()
 
 
+def _deg(a, b):
+    return np.degrees(np.arccos(a @ b / np.linalg.norm(a) / np.linalg.norm(b)))
+
+
+def test_linear_svm_gap_by_hand_and_zero_on_symmetric_data(gaussians):
+    X, y = gaussians.X, gaussians.y
+    w, u = s.par_svm(X, y, 0.2)
+    w_lin = margins.max_margin(X, y)
+    by_hand = {
+        "w": _deg(w, w_lin),
+        "u": _deg(u, -w_lin),
+        "boundary": _deg(w - u, w_lin),
+    }
+    assert ex.linear_svm_gap(X, y, 0.2) == pytest.approx(
+        min(by_hand.values()), abs=1e-6
+    )
+    for name, value in by_hand.items():
+        assert ex.linear_svm_gap(X, y, 0.2, (name,)) == pytest.approx(value, abs=1e-6)
+    pos = X[y > 0]  # a symmetric set: the PAR SVM is the linear SVM
+    sym = np.vstack([pos, -pos]), np.r_[np.ones(len(pos)), -np.ones(len(pos))]
+    assert ex.linear_svm_gap(*sym, 0.2) < 1e-2
+
+
+def test_discriminating_draw_is_the_first_seed_over_the_gap():
+    def make(seed):
+        return s.fig4_gaussians(6, [2.0, 1.5], [-2.0, 0.5], 0.5, seed)
+
+    gaps = [ex.linear_svm_gap(make(k).X, make(k).y, 0.2) for k in range(8)]
+    min_gap = float(np.median(gaps))  # some seeds below, some above
+    first = next(k for k, g in enumerate(gaps) if g >= min_gap)
+    got, ds, skipped = ex.discriminating_draw(
+        make, 0, 0.2, min_gap, ("w", "u", "boundary")
+    )
+    assert got == first
+    np.testing.assert_array_equal(ds.X, make(first).X)
+    assert [k for k, _ in skipped] == list(range(first))
+    assert all(g < min_gap for _, g in skipped)
+    assert ex.discriminating_draw(make, 3, 0.2, 0.0, ("w",))[0] == 3
+    with pytest.raises(ValueError, match="min_gap"):
+        ex.discriminating_draw(make, 0, 0.2, -1.0, ("w",))
+    with pytest.raises(ValueError, match="no data seed"):
+        ex.discriminating_draw(make, 0, 0.2, 180.0, ("w",), tries=2)
+
+
 def test_par_flow_and_par_flows(gaussians):
     w, u = s.par_svm(gaussians.X, gaussians.y, 0.2)
     w_lin = np.array([1.0, 0.0])

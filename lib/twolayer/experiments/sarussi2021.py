@@ -437,6 +437,44 @@ def par_svm_scan(
     return np.array([theory.par_svm_in_par(d.X, d.y, alpha) for d in draws])
 
 
+def linear_svm_gap(
+    X: np.ndarray, y: np.ndarray, alpha: float, names=("w", "u", "boundary")
+) -> float:
+    """How far apart Thm 6.2's prediction and the plain linear max-margin
+    separator are on one data set: the smallest, over the directions ``names``,
+    of the angle (degrees) between the PAR SVM's ``w``, ``u`` or ``w − u``
+    (eq. (8), :func:`~twolayer.theory.sarussi2021.par_svm`) and what a network
+    converging to the linear SVM ``w_lin`` would have (``w̄ ∝ w_lin``,
+    ``ū ∝ −w_lin``, ``w̄ − ū ∝ w_lin``). Below a claim's tolerance no flow can tell
+    the two apart on that set."""
+    w, u = theory.par_svm(X, y, alpha)
+    w_lin = margins.max_margin(X, y)
+    gaps = theory.par_angles(np.vstack([w_lin, -w_lin]), w, u)
+    return float(min(gaps[n] for n in names))
+
+
+def discriminating_draw(make, seed: int, alpha: float, min_gap: float, names, tries=50):
+    """The first seed ``s >= seed`` whose data set ``make(s)`` has
+    :func:`linear_svm_gap` (over ``names``) of at least ``min_gap`` degrees — a
+    rule on the data alone, applied before any training — and that set.
+
+    Returns
+    -------
+    tuple
+        ``(s, dataset, skipped)``; ``skipped`` lists ``(seed, gap)`` of the sets
+        passed over."""
+    if min_gap < 0:
+        raise ValueError(f"min_gap must be >= 0 degrees, got {min_gap}")
+    skipped = []
+    for s in range(seed, seed + tries):
+        ds = make(s)
+        gap = linear_svm_gap(ds.X, ds.y, alpha, names)
+        if gap >= min_gap:
+            return s, ds, skipped
+        skipped.append((s, gap))
+    raise ValueError(f"no data seed in [{seed}, {seed + tries}) has a gap >= {min_gap}")
+
+
 def par_flow(
     ds: data.Dataset,
     k: int,
