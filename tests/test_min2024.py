@@ -364,6 +364,16 @@ def test_late_max_reads_the_last_decades_only():
     assert M.late_max(t, v, decades=6) == 5.0
 
 
+def test_max_from_reads_from_t_from_on_only():
+    t = np.logspace(-2, 4, 61)
+    v = 3.0 / (1.0 + t)  # decreasing: the max from t_from on is v(first t >= t_from)
+    k = int(np.argmax(t >= 1.0))
+    assert M.max_from(t, v, 1.0) == v[k] == pytest.approx(1.5)
+    assert M.max_from(t, v, t[0]) == v.max()
+    with pytest.raises(ValueError, match="after the last time"):
+        M.max_from(t, v, 2e4)
+
+
 def test_long_flow_summary_on_an_exact_one_over_t_loss():
     # L = 1 / (1 + t / 100): halves at t = 100; t L(t) rises to 100 and no more
     t = np.logspace(-1, 6, 200)

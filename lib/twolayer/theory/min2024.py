@@ -961,6 +961,19 @@ def late_max(times, values, decades: float = 3.0) -> float:
     return float(v[t >= t[-1] / 10.0**decades].max())
 
 
+def max_from(times, values, t_from: float) -> float:
+    """``max values(t)`` over ``t ≥ t_from``: Thm 1 (ii)'s stable-rank bound
+    ``‖W‖_F² ≤ 2‖W‖_2² + O(ε)`` read from ``t_from = t2`` on, where the loss has
+    fallen and ``‖W‖² ≫ ε`` (the theorem states it as ``t → ∞``)."""
+    t = np.asarray(times, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if t.shape != v.shape or t.size == 0:
+        raise ValueError(f"times {t.shape} and values {v.shape} must match, non-empty")
+    if not t_from <= t[-1]:
+        raise ValueError(f"t_from = {t_from} is after the last time {t[-1]}")
+    return float(v[t >= t_from].max())
+
+
 def long_flow_summary(times, loss, Ws, early: float = 30.0) -> dict:
     """Thm 1 (ii) along one long flow (paper times): the stable rank of every
     snapshot (``srank``), ``t2`` where the loss first halves, the ratio
