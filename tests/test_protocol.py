@@ -126,3 +126,49 @@ def test_an_id_pattern_registers_the_claims_of_a_loop(tmp_path):
     with pytest.raises(TypeError):  # "cos" alone does not match the pattern
         check(Ledger(PAGE, registered=registry(tmp_path, text)), id="thm1.cos")
     assert not protocol.id_pattern("a.b.c_{x}").fullmatch("a.b.c_")
+
+
+# -- format v3 fields (DESIGN.md "Claims") ---------------------------------------------
+V3 = (
+    ENTRY
+    + """  quantifier: every
+  quantifier_source: "Thm 1: 'for every initialisation'"
+  section: fig1-limit
+  changed: 2026-11-28
+  chosen_on: [0]
+  tested_on: "5-9, 10-14"
+"""
+)
+
+
+def test_v3_fields_are_registered_and_pass_through_to_the_json(tmp_path):
+    led = Ledger(PAGE, registered=registry(tmp_path, V3))
+    c = check(led)
+    d = led.records()[0]
+    assert (c.quantifier, c.section, c.changed) == ("every", "fig1-limit", "2026-11-28")
+    assert d["quantifier_source"].startswith("Thm 1")
+    assert (d["chosen_on"], d["tested_on"], d["limit"]) == ([0], "5-9, 10-14", False)
+    assert d["trend"] is None and d["stall"] is None and d["heldout"] is None
+    json.dumps(d, allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("quantifier", "always"),
+        ("limit", "maybe"),
+        ("section", "has space"),
+        ("tested_on", "[]"),
+        ("quantifier_source", "''"),
+    ],
+)
+def test_a_bad_v3_value_is_one_line_naming_claim_and_field(tmp_path, field, value):
+    path = registry(tmp_path, ENTRY + f"  {field}: {value}\n")
+    with pytest.raises(ValueError, match=f"'phuong2021.thm1.cos' field {field}:") as e:
+        protocol.load(path)
+    assert "\n" not in str(e.value)
+
+
+def test_an_unknown_field_is_still_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown field"):
+        protocol.load(registry(tmp_path, ENTRY + "  quantifer: every\n"))

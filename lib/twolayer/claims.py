@@ -54,6 +54,8 @@ PAGE_ENV = "TWOLAYER_PAGE"
 CHAPTERS = ("phuong2021", "sarussi2021", "min2024", "lyu2021", "synthesis")
 KINDS = ("prediction", "finding", "identity", "assumption")
 VERDICTS = ("holds", "fails", "does not reproduce")
+NOT_RESOLVED = "not resolved"  # format v3: a limit claim still converging
+ALL_VERDICTS = (*VERDICTS, NOT_RESOLVED)
 RELATIONS = {
     "<=": operator.le,
     "<": operator.lt,
@@ -187,6 +189,19 @@ class Claim:
     note: str = ""
     digits: int = 2
     values: tuple[float, ...] = field(default=(), repr=False)
+    # format v3 (DESIGN.md "Claims"): registry fields passed through, the trend of
+    # a limit claim, its measured stall, the held-out record (filled at save)
+    quantifier: str | None = None
+    quantifier_source: str | None = None
+    limit: bool = False
+    section: str | None = None
+    changed: str | None = None
+    chosen_on: object = None
+    tested_on: object = None
+    trend: dict | None = None
+    stall: dict | None = None
+    heldout: dict | None = None
+    unresolved: str = field(default="", repr=False)
 
     @property
     def holds(self) -> bool:
@@ -196,6 +211,8 @@ class Claim:
     def verdict(self) -> str:
         if self.holds:
             return "holds"
+        if self.unresolved:
+            return NOT_RESOLVED
         return "does not reproduce" if self.diagnosis else "fails"
 
     @property
@@ -209,10 +226,13 @@ class Claim:
     def as_dict(self) -> dict:
         d = asdict(self)
         d.pop("values")
+        d.pop("unresolved")
         d["spread"] = list(self.spread) if self.spread else None
         d["causes"] = list(self.causes)
         d["verdict"] = self.verdict
-        if self.diagnosis and self.causes:
+        if self.verdict == NOT_RESOLVED:
+            d["diagnosis"] = self.unresolved
+        elif self.diagnosis and self.causes:
             d["diagnosis"] = (
                 f"{self.diagnosis} (causes measured: {', '.join(self.causes)})"
             )
@@ -324,14 +344,219 @@ def clopper_pearson_floor(n: int, bound: float, level: float = 0.05) -> int:
 
 def _registered(method):
     """Complete a claim's keyword arguments from the page's registry entry for its
-    ``id`` (which may leave out the chapter: ``"thm43.error"``)."""
+    ``id`` (which may leave out the chapter: ``"thm43.error"``); then apply the
+    format-v3 fields (:meth:`Ledger._v3`: quantifier, limit with ``trend`` and
+    ``stall``, section and history)."""
 
     @functools.wraps(method)
     def checked(self, *, id: str, **given):
         full, fields = self._from_registry(id, given)
-        return method(self, id=full, **fields)
+        meta = {
+            k: protocol.check_v3_field(full, k, fields.pop(k), where="claim")
+            for k in sorted(protocol.V3_FIELDS)
+            if k in fields
+        }
+        trend, stall = fields.pop("trend", None), fields.pop("stall", None)
+        kind = (
+            fields.get("kind", "prediction")
+            if method.__name__ == "probability"
+            else method.__name__
+        )
+        _check_quantifier(full, method.__name__, kind, meta)
+        limit = bool(meta.get("limit", False))
+        if limit and kind not in LIMIT_KINDS:
+            raise ValueError(
+                f"claim {full!r}: limit: true is for a prediction, finding or "
+                f"probability about t -> infinity, not an {kind}"
+            )
+        if trend is not None and not limit:
+            raise ValueError(
+                f"claim {full!r}: trend= is for a claim about t -> infinity; its "
+                "registry entry must say limit: true"
+            )
+        if limit and trend is None:
+            raise ValueError(
+                f"claim {full!r} is a limit claim (limit: true): pass "
+                "trend=(log10_ts, values), the decided value at >= 2 horizons, the "
+                "last the claim's horizon"
+            )
+        if stall is not None and not limit:
+            raise ValueError(
+                f"claim {full!r}: stall= is for a limit claim (limit: true)"
+            )
+        claim = method(self, id=full, **fields)
+        try:
+            return self._v3(claim, meta, trend, stall)
+        except ValueError:
+            if self.claims and self.claims[-1].id == claim.id:
+                self.claims.pop()
+            raise
 
     return checked
+
+
+LIMIT_KINDS = ("prediction", "finding")
+# A limit claim's distance to its limit, per decade of log10 t (x10 in log t): a
+# 1/log t decay shrinks it x0.1, a stall x1. "Still falls": it shrinks by more than
+# 10% (ratio < FALLING_RATIO); a stall: by less (ratio >= STALL_RATIO) while the
+# reached direction is a KKT point (relative residual <= STALL_KKT).
+FALLING_RATIO = 0.9
+STALL_RATIO = 0.9
+STALL_KKT = 1e-2
+
+
+def _check_quantifier(id: str, method: str, kind: str, meta: dict) -> None:
+    """The paper's quantifier decides the route: a frequency ("with probability",
+    "for most") through :meth:`Ledger.probability`, a statement for every
+    initialisation / data set (or the book's own) on the worst seed."""
+    q = meta.get("quantifier")
+    if q is None or kind not in ("prediction", "finding"):
+        return
+    if q in ("probability", "most") and method != "probability":
+        src = meta.get("quantifier_source")
+        raise ValueError(
+            f"claim {id!r}: its quantifier is {q!r}"
+            + (f" ({src})" if src else "")
+            + f": a frequency over seeds and draws, checked with ledger.probability("
+            f"...), not ledger.{method} (worst of seeds)"
+        )
+    if q in ("every", "book") and method == "probability":
+        raise ValueError(
+            f"claim {id!r}: its quantifier is {q!r} (every seed and draw, worst "
+            "case): check it with ledger.prediction/finding, not as a frequency"
+        )
+
+
+def _distance(values: Sequence[float], relation: str, target: float | None):
+    """Each value's distance to the theory's limit in decades (log10): ``target``
+    None means the values already are log10 of a distance that tends to 0 (a
+    claim compared in decades); None where the value is at or past the limit."""
+    sign = 1.0 if relation in ("<", "<=") else -1.0
+    if target is None:
+        return [sign * v for v in values]
+    return [
+        math.log10(sign * (v - target)) if sign * (v - target) > 0 else None
+        for v in values
+    ]
+
+
+def trend_record(claim: "Claim", trend) -> dict:
+    """A limit claim's ``trend`` checked and measured.
+
+    ``trend`` is ``(log10_ts, values)`` or ``(log10_ts, values, target)`` (or a
+    dict with those keys: ``log10_t``, ``values``, ``target``): the decided value
+    (worst seed) at >= 2 horizons given as log10 t (> 0, increasing), the last
+    the claim's horizon (its value the claim's ``measured``). ``target`` is the
+    value the theory says the quantity tends to (default 0 for ``<``/``<=`` with a
+    positive threshold; required for ``>``/``>=``), or ``None``/``-inf`` for a
+    quantity compared in decades (log10 of a distance tending to 0; ``+inf``
+    for ``>=``).
+
+    Returns the JSON record: ``log10_t``, ``values``, ``target`` (None in
+    decades), ``ratio`` — how much the distance to the limit shrinks per decade
+    of log10 t over the last two horizons (0.1 for a 1/log t decay, 1 flat) —
+    and ``crossing_log10_t``: log10 t at which, at that rate, it crosses the
+    threshold (None if it does not fall or already holds).
+    """
+    if isinstance(trend, dict):
+        unknown = set(trend) - {"log10_t", "values", "target"}
+        if unknown:
+            raise ValueError(
+                f"claim {claim.id!r}: trend has unknown key(s) {sorted(unknown)}"
+            )
+        parts = (trend.get("log10_t"), trend.get("values"))
+        target = trend.get("target", "default")
+    elif isinstance(trend, (tuple, list)) and len(trend) in (2, 3):
+        parts = trend[:2]
+        target = trend[2] if len(trend) == 3 else "default"
+    else:
+        raise ValueError(
+            f"claim {claim.id!r}: trend must be (log10_ts, values) or "
+            "(log10_ts, values, target)"
+        )
+    ts = _values(parts[0], f"trend log10_t of {claim.id!r}")
+    vs = _values(parts[1], f"trend values of {claim.id!r}")
+    if len(ts) != len(vs) or len(ts) < 2:
+        raise ValueError(
+            f"claim {claim.id!r}: trend needs the same number (>= 2) of horizons "
+            f"and values, got {len(ts)} and {len(vs)}"
+        )
+    if ts[0] <= 0 or any(b <= a for a, b in zip(ts, ts[1:])):
+        raise ValueError(
+            f"claim {claim.id!r}: trend horizons (log10 t) must be > 0 and "
+            f"increasing, got {list(ts)}"
+        )
+    if not math.isclose(vs[-1], claim.measured, rel_tol=1e-9, abs_tol=1e-12):
+        raise ValueError(
+            f"claim {claim.id!r}: the trend's last value {significant(vs[-1], 6)} "
+            f"is not the decided value {significant(claim.measured, 6)} (the last "
+            "horizon is the claim's, worst seed)"
+        )
+    rel, thr = claim.relation, claim.threshold
+    if rel == "==":
+        raise ValueError(f"claim {claim.id!r}: a limit claim cannot use '=='")
+    if isinstance(target, str):  # the default
+        if rel in ("<", "<="):
+            target = 0.0 if thr > 0 else None
+        else:
+            raise ValueError(
+                f"claim {claim.id!r}: a limit claim with {rel!r} needs the value "
+                "the theory says it tends to: trend=(log10_ts, values, target)"
+            )
+    if target is not None:
+        target = float(target)
+        if math.isinf(target):
+            if (target < 0) != (rel in ("<", "<=")):
+                raise ValueError(
+                    f"claim {claim.id!r}: trend target {target} is on the failing "
+                    f"side of {rel} {significant(thr, 4)}"
+                )
+            target = None
+        elif not (target < thr if rel in ("<", "<=") else target > thr):
+            raise ValueError(
+                f"claim {claim.id!r}: trend target {significant(target, 4)} must "
+                f"pass {rel} {significant(thr, 4)} strictly (the limit the claim "
+                "approaches)"
+            )
+    dist = _distance(vs, rel, target)
+    goal = _distance([thr], rel, target)[0]
+    ratio = crossing = None
+    a, b = dist[-2], dist[-1]
+    if a is not None and b is not None:
+        slope = (b - a) / math.log10(ts[-1] / ts[-2])  # decades per decade
+        ratio = 10.0**slope
+        if slope < 0 and b > goal:
+            crossing = math.log10(ts[-1]) + (goal - b) / slope
+            crossing = 10.0**crossing if crossing < 300 else math.inf
+    return dict(
+        log10_t=list(ts),
+        values=list(vs),
+        target=target,
+        ratio=ratio,
+        crossing_log10_t=None if crossing is None or math.isinf(crossing) else crossing,
+    )
+
+
+def _stall_record(id: str, stall) -> dict:
+    """``stall=dict(ratio=..., kkt_residual=...)`` checked: the gap's ratio per
+    decade of log10 t (>= :data:`STALL_RATIO`: flat) and the relative KKT
+    residual at the reached direction (<= :data:`STALL_KKT`: another KKT point)."""
+    if (
+        not isinstance(stall, dict)
+        or set(stall) - {"ratio", "kkt_residual", "note"}
+        or not {"ratio", "kkt_residual"} <= set(stall)
+    ):
+        raise ValueError(
+            f"claim {id!r}: stall must be dict(ratio=<gap ratio per decade of log10 "
+            "t>, kkt_residual=<relative KKT residual at the reached direction>)"
+        )
+    out = {
+        "ratio": _number(stall["ratio"], f"stall ratio of {id!r}"),
+        "kkt_residual": _number(stall["kkt_residual"], f"stall kkt_residual of {id!r}"),
+    }
+    if "note" in stall:
+        out["note"] = str(stall["note"])
+    return out
 
 
 class Ledger:
@@ -401,6 +626,49 @@ class Ledger:
                 f"claim {id!r}: registered {name} {value!r} cannot be filled from "
                 f"the page's variables ({type(exc).__name__}: {exc})"
             ) from exc
+
+    def _v3(self, claim: Claim, meta: dict, trend, stall) -> Claim:
+        """The claim just recorded with its format-v3 fields; a limit claim decided
+        on its trend: "not resolved" while the distance to its limit still falls
+        (ratio per decade of log10 t < :data:`FALLING_RATIO`), "does not reproduce"
+        only with a measured stall (:func:`_stall_record`)."""
+        tr = trend_record(claim, trend) if trend is not None else None
+        st = _stall_record(claim.id, stall) if stall is not None else None
+        unresolved = ""
+        if tr is not None and not claim.holds:
+            falling = tr["ratio"] is not None and tr["ratio"] < FALLING_RATIO
+            if claim.diagnosis:
+                if st is None:
+                    raise ValueError(
+                        f"claim {claim.id!r}: a limit claim 'does not reproduce' "
+                        "only with a measured stall: pass stall=dict(ratio=<gap "
+                        "ratio per decade of log10 t, ~1>, kkt_residual=<~0>)"
+                    )
+                if (
+                    falling
+                    or st["ratio"] < STALL_RATIO
+                    or st["kkt_residual"] > STALL_KKT
+                ):
+                    rate = "–" if tr["ratio"] is None else significant(tr["ratio"], 2)
+                    raise ValueError(
+                        f"claim {claim.id!r}: no stall — its trend shrinks x{rate} "
+                        f"per decade of log10 t, stall ratio "
+                        f"{significant(st['ratio'], 2)} (needs >= {STALL_RATIO}), "
+                        f"KKT residual {significant(st['kkt_residual'], 2)} (needs "
+                        f"<= {STALL_KKT:g}): not a 'does not reproduce'"
+                    )
+            elif falling:
+                unresolved = _unresolved_text(claim, tr)
+        fields = {
+            **_fields(claim),
+            **{k: meta.get(k) for k in protocol.V3_FIELDS},
+            "limit": bool(meta.get("limit", False)),
+            "trend": tr,
+            "stall": st,
+            "unresolved": unresolved,
+        }
+        self.claims[-1] = Claim(**fields)
+        return self.claims[-1]
 
     # -- the kinds ---------------------------------------------------------------------
     @_registered
@@ -890,6 +1158,29 @@ class Ledger:
             raise ClaimFailed(
                 f"{len(failed)} claim(s) of {self.notebook} fail: {lines}"
             )
+
+
+def _unresolved_text(claim: Claim, tr: dict) -> str:
+    """The ledger's diagnosis of a limit claim that is not resolved."""
+    ts = tr["log10_t"]
+    if tr["target"] is None:
+        what = "the value (log10 of a distance tending to 0)"
+    else:
+        what = f"its distance to the limit {significant(tr['target'], 4)}"
+    cross = (
+        f"at this rate it crosses {claim.relation} {significant(claim.threshold, 3)} "
+        f"near t = 10^{significant(tr['crossing_log10_t'], 2)}"
+        if tr["crossing_log10_t"] is not None
+        else "at this rate it crosses the threshold beyond t = 10^(1e300)"
+    )
+    return (
+        f"not resolved at t = 10^{significant(ts[-1], 3)}: "
+        f"{significant(claim.measured, 4)} is outside {claim.relation} "
+        f"{significant(claim.threshold, 3)}, but {what} still shrinks "
+        f"x{significant(tr['ratio'], 2)} per decade of log10 t (from "
+        f"{significant(tr['values'][-2], 4)} at t = 10^{significant(ts[-2], 3)}); "
+        f"{cross}"
+    )
 
 
 def _rival_name(claim: Claim, rival: Rival) -> str:

@@ -44,6 +44,22 @@ FIELDS = frozenset(
         "note",
     )
 )
+# Claims format v3 (DESIGN.md "Claims"): how the paper quantifies the statement,
+# whether it is about t -> infinity, where the page shows it, and its history.
+QUANTIFIERS = ("every", "probability", "most", "book")
+V3_FIELDS = frozenset(
+    (
+        "quantifier",
+        "quantifier_source",
+        "limit",
+        "section",
+        "changed",
+        "chosen_on",
+        "tested_on",
+    )
+)
+FIELDS = FIELDS | V3_FIELDS
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 
 
 def path_for(notebook: Path) -> Path:
@@ -81,7 +97,53 @@ def load(path: str | Path) -> dict[str, dict]:
                 f"claims registry {path}: {cid!r} has unknown field(s) "
                 f"{', '.join(unknown)} (known: {', '.join(sorted(FIELDS))})"
             )
+        for name in V3_FIELDS & set(fields):
+            fields[name] = check_v3_field(cid, name, fields[name], where=str(path))
     return entries
+
+
+def _blocks(value) -> bool:
+    """Seed blocks as written: a text ("0-4, 5-9"), a block's first seed, or a
+    list of those."""
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return True
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in value)
+    )
+
+
+def check_v3_field(cid: str, name: str, value, where: str = "claims registry"):
+    """A format-v3 field of claim ``cid``, checked (one-line ``ValueError`` naming
+    the claim and the field) and normalised: a YAML date becomes its ISO text."""
+    import datetime
+
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        value = value.isoformat()
+    ok = {
+        "quantifier": lambda v: v in QUANTIFIERS,
+        "quantifier_source": lambda v: isinstance(v, str) and bool(v.strip()),
+        "limit": lambda v: isinstance(v, bool),
+        "section": lambda v: isinstance(v, str) and bool(_LABEL.fullmatch(v)),
+        "changed": lambda v: isinstance(v, str) and bool(v.strip()),
+        "chosen_on": _blocks,
+        "tested_on": _blocks,
+    }[name](value)
+    if not ok:
+        expected = {
+            "quantifier": f"one of {', '.join(QUANTIFIERS)}",
+            "quantifier_source": "where the paper states it (text)",
+            "limit": "true or false",
+            "section": "a MyST label (letters, digits, _ . : -)",
+            "changed": "a date or commit note (text)",
+            "chosen_on": "seed blocks (text, a first seed, or a list of those)",
+            "tested_on": "seed blocks (text, a first seed, or a list of those)",
+        }[name]
+        raise ValueError(
+            f"{where}: {cid!r} field {name}: expected {expected}, got {value!r}"
+        )
+    return value
 
 
 def fingerprint(notebook: Path) -> bytes:
