@@ -503,3 +503,339 @@ def test_no_raw_tex_in_navigation_or_search(visits, site):
     assert not re.search(r"\$|\\\\\(", titles.group(1)), (
         f"raw TeX in search titles: {titles.group(1)[:300]}"
     )
+
+
+# -- the reader's view (issue 42): the verdict box, folded machinery, no broken text,
+#    legible figures, at a desktop and a phone width ----------------------------------
+WIDTHS = (1280, 420)
+MIN_SCREEN_FONT = 8.0  # px: the smallest text a figure may show on screen
+STATEMENT_WORDS = (12, 350)  # the first markdown cell: the title and the statement
+
+JS_READER = """
+const main = document.querySelector('main') || document.body;
+const col = (document.querySelector('article.bd-article') || main)
+            .getBoundingClientRect();
+const visible = e => { const r = e.getBoundingClientRect();
+                       return r.width > 0 && r.height > 0; };
+const rows = t => [...t.querySelectorAll('tbody tr')].map(
+    tr => [...tr.children].map(td => td.innerText.trim()));
+const box = main.querySelector('.verdict-box');
+let before = null;
+if (box) {
+  // the text between the page's title and the box: the paper's statement
+  const h1 = main.querySelector('h1');
+  let words = 0, blocks = 0, code = false;
+  const all = [...main.querySelectorAll('*')];
+  const i0 = h1 ? all.indexOf(h1) : 0, i1 = all.indexOf(box);
+  for (const e of all.slice(i0 + 1, i1)) {
+    if (e.matches('p, div.math, li') && !e.closest('li p')) {
+      words += e.innerText.split(/\\s+/).filter(Boolean).length; blocks += 1; }
+    if (e.matches('.cell, figure')) code = true;
+  }
+  before = {words: words, blocks: blocks, code_or_figure: code};
+}
+const strip = main.cloneNode(true);
+strip.querySelectorAll('.cell_input, .highlight, script, style, mjx-container, '
+                       + 'section#run-record').forEach(e => e.remove());
+const literals = [...main.querySelectorAll('code')]
+    .filter(c => !c.closest('.cell_input, .cell_output, .highlight, pre, '
+                            + 'section#run-record, table.claims-table, '
+                            + '.verdict-box, table.scorecard-table'))
+    .map(c => c.innerText.trim());
+const boxes = [...main.querySelectorAll(
+    '.verdict-box, table.verdict-table, table.claims-table, table.scorecard-table')];
+const overflow = [];
+for (const b of boxes) {
+  for (const e of [b, ...b.querySelectorAll('td, th, .sd-badge, p, span, code')]) {
+    if (!visible(e)) continue;
+    const r = e.getBoundingClientRect();
+    const cell = e.closest('td, th');
+    const tooWide = (e.matches('td, th, .verdict-box, table')
+                     && e.scrollWidth > e.clientWidth + 1);
+    const outside = r.right > col.right + 1 || r.left < col.left - 1;
+    const outCell = cell && e !== cell
+        && r.right > cell.getBoundingClientRect().right + 1;
+    if (tooWide || outside || outCell) {
+      overflow.push((e.className || e.tagName) + ': '
+                    + e.innerText.trim().slice(0, 60));
+      break;
+    }
+  }
+}
+return {
+  box: !!box,
+  before: before,
+  main_rows: box ? [...box.querySelectorAll('table.verdict-table')]
+                   .filter(t => !t.closest('details')).flatMap(rows) : [],
+  more_rows: box ? [...box.querySelectorAll('details table.verdict-table')]
+                   .flatMap(rows) : [],
+  text: strip.textContent,
+  literals: literals,
+  overflow: overflow,
+  figures: [...main.querySelectorAll('figure img')].map(
+      i => [i.getAttribute('src'), i.naturalWidth, i.getBoundingClientRect().width]),
+};
+"""
+
+LEFTOVERS = (
+    (re.compile(r"\{glue(:\w+)?\}?`?"), "a leftover {glue} role"),
+    (re.compile(r"~1e[+-]?\d"), "the nbval lock's ~1e notation"),
+    (re.compile(r"\bClaim\(|\bRival\("), "a Python repr (Claim(...))"),
+    (
+        re.compile(
+            r"Traceback \(most recent call last\)|\b[A-Z]\w*(Error|Exception): "
+        ),
+        "exception text",
+    ),
+)
+
+
+def reader_problems(
+    page: str,
+    data: dict,
+    claims: list[dict] | None,
+    params: list[str],
+    png_dpi=lambda src: 100.0,
+    min_font_pt: float = 11.0,
+) -> list[str]:
+    """What a reader must not meet on ``page`` (the data of :data:`JS_READER`):
+    each problem names the page and the defect. ``claims`` is the page's claims
+    JSON (None: not a notebook page, no box needed); ``params`` its parameters."""
+    from twolayer.pipeline import verdicts
+
+    out = []
+    if claims is not None:
+        if not data["box"]:
+            out.append(f"{page}: no verdict box (it is generated for every page)")
+        else:
+            want = [c for c in claims if c.get("kind") in verdicts.SHOWN_KINDS]
+            rest = [c for c in claims if c.get("kind") not in verdicts.SHOWN_KINDS]
+            for name, shown, expected in (
+                ("verdict box", data["main_rows"], want),
+                ("verdict box's folded part", data["more_rows"], rest),
+            ):
+                got = [r[1] if len(r) > 1 else "" for r in shown]
+                labels = [verdicts.label(c) for c in expected]
+                if got != labels:
+                    out.append(
+                        f"{page}: the {name} shows verdicts {got}, its claims JSON "
+                        f"says {labels}"
+                    )
+                for r, c in zip(shown, expected):
+                    if c["statement"].split()[0] not in r[0]:
+                        out.append(
+                            f"{page}: {name} row {r[0][:50]!r} is not claim "
+                            f"{c['id']} ({c['statement'][:40]!r})"
+                        )
+            b = data["before"] or {}
+            lo, hi = STATEMENT_WORDS
+            if b.get("code_or_figure"):
+                out.append(
+                    f"{page}: code or a figure comes before the verdict box: the "
+                    "notebook's first markdown cell must be the title and the paper's "
+                    "statement only"
+                )
+            elif b.get("words", 0) < lo:
+                out.append(
+                    f"{page}: no statement of the paper between the title and the "
+                    f"verdict box ({b.get('words', 0)} words): the notebook's first "
+                    "markdown cell must hold the title and the paper's statement"
+                )
+            elif b.get("words", 0) > hi:
+                out.append(
+                    f"{page}: the first markdown cell runs {b['words']} words before "
+                    f"the verdict box (at most {hi}): keep it to the title and the "
+                    "paper's statement"
+                )
+    for rx, what in LEFTOVERS:
+        m = rx.search(data["text"])
+        if m:
+            ctx = data["text"][max(0, m.start() - 40) : m.end() + 40]
+            out.append(f"{page}: {what}: ...{' '.join(ctx.split())!r}...")
+    named = sorted({x for x in data["literals"] if x in params})
+    if named:
+        out.append(
+            f"{page}: a parameter's name printed where its value belongs: "
+            + ", ".join(f"`{n}`" for n in named)
+            + " (glue the value)"
+        )
+    out += [f"{page}: overflows its column: {o}" for o in data["overflow"]]
+    for src, natural, shown in data["figures"]:
+        if not natural:
+            continue
+        px = min_font_pt * png_dpi(src) / 72 * shown / natural
+        if px < MIN_SCREEN_FONT:
+            out.append(
+                f"{page}: figure {src} shows its {min_font_pt:g} pt text at "
+                f"{px:.1f} px on screen (at least {MIN_SCREEN_FONT:g}): "
+                f"{natural} px wide, drawn {shown:.0f} px"
+            )
+    return out
+
+
+def _png_dpi(site: Path, page: str):
+    def dpi(src: str) -> float:
+        from PIL import Image
+
+        path = (site / page).parent / unquote(urlparse(src).path)
+        try:
+            with Image.open(path) as im:
+                d = im.info.get("dpi")
+            return float(d[0]) if d else 100.0
+        except (OSError, ValueError):
+            return 100.0
+
+    return dpi
+
+
+@pytest.fixture(scope="module")
+def reader_visits(driver, server, site, paths) -> dict[int, dict[str, dict]]:
+    """Every page at each of :data:`WIDTHS`: what :data:`JS_READER` collects
+    (screenshots of the phone width in ``_build/screenshots/420/``)."""
+    out: dict[int, dict[str, dict]] = {}
+    shots = paths.build / "screenshots" / "420"
+    shots.mkdir(parents=True, exist_ok=True)
+    try:
+        for width in WIDTHS:
+            driver.set_window_size(width, 900)
+            out[width] = {}
+            for page in site_pages(site):
+                driver.get(server + page)
+                driver.execute_async_script(JS_WAIT_ASSETS)
+                out[width][page] = driver.execute_script(JS_READER)
+                if width != 1280 and page.startswith("book/"):
+                    h = driver.execute_script(
+                        "return document.documentElement.scrollHeight"
+                    )
+                    shot = driver.execute_cdp_cmd(
+                        "Page.captureScreenshot",
+                        {
+                            "format": "png",
+                            "captureBeyondViewport": True,
+                            "clip": {
+                                "x": 0,
+                                "y": 0,
+                                "width": width,
+                                "height": min(max(h, 900), 16000),
+                                "scale": 1,
+                            },
+                        },
+                    )
+                    name = page.removesuffix(".html").replace("/", "__") + ".png"
+                    (shots / name).write_bytes(base64.b64decode(shot["data"]))
+    finally:
+        driver.set_window_size(1280, 900)
+    return out
+
+
+def _page_claims(paths, nb: str) -> list[dict]:
+    f = paths.executed / f"{nb}.claims.json"
+    return json.loads(f.read_text())["claims"] if f.exists() else []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_reader_view(reader_visits, paths, site, width):
+    """Every page at 1280 and 420 px: the verdict box is there and agrees with the
+    page's claims JSON (same rows, same verdicts), the first markdown cell is the
+    statement, no verdict table overflows its column, no leftover {glue}, ~1e,
+    Claim( or exception text, no parameter named where its value belongs, no
+    figure whose text is smaller than 8 px on screen."""
+    from twolayer import plots
+
+    pages = notebook_pages(paths)
+    by_html = {html: nb for nb, html in pages.items()}
+    problems = []
+    for page, data in reader_visits[width].items():
+        nb = by_html.get(page)
+        claims = _page_claims(paths, nb) if nb else None
+        params = list(pipeline.parameters(paths, nb)) if nb else []
+        problems += reader_problems(
+            page,
+            data,
+            claims,
+            params,
+            png_dpi=_png_dpi(site, page),
+            min_font_pt=plots.MIN_FONT,
+        )
+    missing = [nb for nb, html in pages.items() if html not in reader_visits[width]]
+    problems += [f"{nb}: no page in the site" for nb in missing]
+    assert not problems, f"at {width} px:\n" + "\n".join(problems)
+
+
+def test_front_page_and_indexes_carry_scorecards(reader_visits, visits):
+    """The front page shows a card per paper; every chapter index a scorecard."""
+    problems = []
+    intro = visits.get("book/intro.html")
+    if intro is None or "What reproduces" not in intro.data["main_text"]:
+        problems.append("book/intro.html: no 'What reproduces' scorecards")
+    for chapter in claims_mod.CHAPTERS:
+        v = visits.get(f"book/{chapter}/index.html")
+        if v is None or "Scorecard" not in v.data["main_text"]:
+            problems.append(f"book/{chapter}/index.html: no scorecard")
+    assert not problems, "\n".join(problems)
+
+
+PLANTED = """<!doctype html><html><head><meta charset="utf-8">
+<style>body{margin:0} main{width:600px} .verdict-box{width:560px}
+table{border-collapse:collapse}</style></head><body><main>
+<article class="bd-article"><h1>Scratch page</h1>
+<p>The paper states that every neuron aligns with the max-margin direction of its
+class, in the limit of the flow, from a small balanced initialisation.</p>
+<div class="verdict-box"><table class="verdict-table"><thead><tr><th>s</th><th>v</th>
+<th>n</th></tr></thead><tbody><tr><td>median cos above 0.9</td><td>holds</td>
+<td><span style="white-space:nowrap">0.932&nbsp;&gt;&nbsp;0.9;&nbsp;large_init_0.61_
+and_a_very_long_unbreakable_rival_name_that_does_not_wrap_at_all_anywhere_here</span>
+</td></tr></tbody></table></div>
+<p>At t = 10^{glue:text}`t_hi:.1f` the network trains <code class="literal">
+epochs</code> epochs.</p>
+</article></main></body></html>
+"""
+
+
+def test_planted_defects_fail_with_their_names(driver, tmp_path):
+    """A scratch page with a leftover {glue:text}, a printed parameter name and a
+    table wider than its column: each check fails, naming the page and the
+    defect."""
+    page = tmp_path / "scratch.html"
+    page.write_text(PLANTED)
+    driver.set_window_size(1280, 900)
+    driver.get(page.as_uri())
+    data = driver.execute_script(JS_READER)
+    claims = [
+        {
+            "id": "phuong2021.fig1.median_cos",
+            "kind": "prediction",
+            "statement": "median cos above 0.9",
+            "verdict": "holds",
+            "heldout": None,
+        }
+    ]
+    problems = reader_problems("scratch.html", data, claims, ["epochs", "lr"])
+    text = "\n".join(problems)
+    assert all(p.startswith("scratch.html: ") for p in problems), text
+    assert any("leftover {glue}" in p for p in problems), text
+    assert any("`epochs`" in p and "parameter" in p for p in problems), text
+    assert any("overflows its column" in p for p in problems), text
+    # the clean page passes (the same checks find nothing)
+    clean = (
+        PLANTED.replace("10^{glue:text}`t_hi:.1f`", "10^300")
+        .replace('<code class="literal">\nepochs</code>', "500")
+        .replace('<span style="white-space:nowrap">', "<span>")
+        .replace("_", " ")
+    )
+    page.write_text(clean)
+    driver.get(page.as_uri())
+    assert (
+        reader_problems(
+            "scratch.html", driver.execute_script(JS_READER), claims, ["epochs"]
+        )
+        == []
+    )
+    # a held-out miss shown as a plain "holds" disagrees with the claims JSON
+    claims[0]["heldout"] = {"blocks": 3, "holds": 1}
+    assert any(
+        "fails on held-out seeds" in p
+        for p in reader_problems(
+            "scratch.html", driver.execute_script(JS_READER), claims, []
+        )
+    )

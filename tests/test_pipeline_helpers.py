@@ -151,12 +151,14 @@ def test_claims_ledger_summary(tmp_path):
         and "| identity | 1 | 0 | 0 | 0 | 1 |" in text
     )
     assert "| finding | 1 | 1 | 0 | 0 | 0 |" in text
-    assert "a \\| b" in text and "✓ holds" in text and "✗ **fails**" in text
-    assert (
-        "linear model: 7.5e-9 [7.5e-9, 9e-9] (at early phase)" in text
-        and "| 5 | 1 [0.5, 1] |" in text
-    )
-    assert "3e+12" in text and "⚠ does not reproduce: ran longer: same" in text
+    assert "a \\| b" in text and "{bdg-success}`holds`" in text
+    assert "{bdg-danger}`fails`" in text
+    # real values (3 significant digits, the exponent kept on its line), verdict
+    # second, the claims that do not reproduce first
+    assert "linear model: 7.5\u00a0×\u00a010{sup}`−9`" in text
+    assert "3\u00a0×\u00a010{sup}`12`" in text and "ran longer: same" in text
+    assert "{bdg-danger}`does not reproduce`" in text
+    assert text.index("lyu2021.\u200ba.\u200bd") < text.index("lyu2021.\u200ba.\u200bb")
 
 
 def test_placeholders_name_the_page_setting():

@@ -77,6 +77,13 @@ def cmd_build(args, paths: Paths) -> int:
     return render(paths)
 
 
+def cmd_render(args, paths: Paths) -> int:
+    """Stage and render the site from what ``_build/executed`` holds (nothing is
+    executed: a page not executed yet is an error naming it)."""
+    stage(paths)
+    return render(paths)
+
+
 def _parse_value(text: str):
     try:
         return ast.literal_eval(text)
@@ -298,6 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(fn=cmd_sweep)
+    p = sub.add_parser(
+        "render",
+        help="stage and render the site from the executed pages, executing nothing",
+    )
+    p.set_defaults(fn=cmd_render)
     p = sub.add_parser("params", help="list a notebook's parameters")
     p.add_argument("notebook")
     p.set_defaults(fn=cmd_params)
