@@ -57,6 +57,7 @@ def test_power10():
     assert prose.power10(-3.19, markup="myst") == "10{sup}`\u22123.19`"
     assert prose.power10(-3.19, markup="tex") == "10^{-3.19}"
     assert prose.power10(-3, markup="tex") == "10^{-3}"
+    assert prose.power10(0) == "1" and prose.power10(1) == "10"
 
 
 def test_span_printed_once_when_degenerate():

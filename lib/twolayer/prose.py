@@ -125,6 +125,10 @@ def number(x: float, digits: int = 3, markup: str = "unicode") -> str:
 
 
 def _power(e: float | int, markup: str) -> str:
+    if e == 0:
+        return "1"
+    if e == 1:
+        return "10"
     text = f"{e:g}" if isinstance(e, float) else str(e)
     if markup == "tex":
         return f"10^{{{text}}}"
