@@ -222,4 +222,5 @@ def test_answer_sentence():
         "1 of 3 predictions and findings hold; 1 do not reproduce and 1 fail on "
         "some held-out seeds."
     )
-    assert verdicts.answer([claim()]) == "All 1 predictions and findings hold."
+    assert verdicts.answer([claim()]) == "Its one prediction holds."
+    assert verdicts.answer([claim(), claim()]) == "All 2 of its predictions and findings hold."

@@ -358,7 +358,7 @@ def front_scorecards(
     for chapter in PAPERS + ("synthesis",):
         cs = [c for p, v in claims.items() if p.startswith(chapter + "/") for c in v]
         out += [
-            f":::{{grid-item-card}} {verdicts.CHAPTER_NAMES[chapter]}",
+            f":::{{grid-item-card}} {verdicts.CARD_TITLES[chapter]}",
             f":link: /book/{chapter}/index",
             ":link-type: doc",
             ":class-card: paper-card",

@@ -286,11 +286,16 @@ def answer(claims: list[dict]) -> str:
     ):
         if t.get(lab):
             misses.append(f"{t[lab]} {word}")
-    head = (
-        f"All {n} predictions and findings hold"
-        if held == n
-        else f"{held} of {n} predictions and findings hold"
-    )
+    if held == n:
+        head = (
+            "Its one prediction holds"
+            if n == 1
+            else f"All {n} of its predictions and findings hold"
+        )
+    elif held == 0:
+        head = f"None of its {n} predictions and findings holds as stated"
+    else:
+        head = f"{held} of {n} predictions and findings hold"
     return head + ("; " + prose.join(misses) if misses else "") + "."
 
 
@@ -329,6 +334,15 @@ CHAPTER_NAMES = {
     "lyu2021": "Lyu et al.",
     "min2024": "Min et al.",
     "synthesis": "Synthesis",
+}
+
+
+CARD_TITLES = {
+    "phuong2021": "Phuong & Lampert (2021)",
+    "sarussi2021": "Sarussi, Brutzkus & Globerson (2021)",
+    "lyu2021": "Lyu, Li, Wang & Arora (2021)",
+    "min2024": "Min, Mallada & Vidal (2024)",
+    "synthesis": "Synthesis: the four together",
 }
 
 
