@@ -1114,6 +1114,9 @@ class Ledger:
             return None
         target = Path(target)
         target.parent.mkdir(parents=True, exist_ok=True)
+        # ``heldout`` stays null here: the pipeline fills it from the page's stored
+        # sweep when it publishes this file (twolayer.pipeline.robustness.
+        # refresh_heldout), so that a cached run shows the sweep as stored now
         payload = {"notebook": self.notebook, "claims": self.records()}
         text = json.dumps(payload, indent=1, allow_nan=False)
         with tempfile.NamedTemporaryFile(
@@ -1243,6 +1246,14 @@ def _check_diagnosis(id: str, diagnosis: str, causes: Sequence[str]) -> None:
 
 def _fields(claim: Claim) -> dict:
     return {f: getattr(claim, f) for f in claim.__dataclass_fields__}
+
+
+def with_heldout(payload: dict, records: dict | None) -> dict:
+    """``payload`` (a claims JSON) with each claim's ``heldout`` set from
+    ``records`` (by claim id; null for a claim not in them)."""
+    for c in payload["claims"]:
+        c["heldout"] = (records or {}).get(c["id"])
+    return payload
 
 
 def load_all(root: str | os.PathLike) -> list[dict]:

@@ -59,6 +59,14 @@ V3_FIELDS = frozenset(
     )
 )
 FIELDS = FIELDS | V3_FIELDS
+# Page-level entries (not claim ids, which have three dotted parts).
+# ``data``: how the page's data are drawn, for its held-out sweeps — "block" (the
+# default: one data set drawn from ``seed``, or from ``data_seed`` if the page has
+# that parameter, which the sweep then sets to the block's seed), "per_seed" (each
+# of the page's seeds draws its own data set), or "fixed: <why>" (the paper's own
+# point set, a fixed subset: the sweep varies only what is random).
+PAGE_KEYS = ("data",)
+DATA_MODES = ("block", "per_seed")
 _LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*")
 
 
@@ -88,6 +96,9 @@ def load(path: str | Path) -> dict[str, dict]:
         raise ValueError(f"claims registry {path} is not valid YAML: {exc}") from exc
     if not isinstance(entries, dict):
         raise ValueError(f"claims registry {path}: expected a mapping of claim ids")
+    for key in PAGE_KEYS:
+        if key in entries:
+            check_data(entries.pop(key), where=str(path))
     for cid, fields in entries.items():
         if not isinstance(fields, dict):
             raise ValueError(f"claims registry {path}: {cid!r} must map fields")
@@ -100,6 +111,34 @@ def load(path: str | Path) -> dict[str, dict]:
         for name in V3_FIELDS & set(fields):
             fields[name] = check_v3_field(cid, name, fields[name], where=str(path))
     return entries
+
+
+def check_data(value, where: str = "claims registry") -> str:
+    """A page's ``data:`` entry checked (one-line ``ValueError`` otherwise)."""
+    if isinstance(value, str) and (
+        value in DATA_MODES
+        or (value.startswith("fixed:") and value.removeprefix("fixed:").strip())
+    ):
+        return value
+    raise ValueError(
+        f"{where}: data: expected one of {', '.join(DATA_MODES)} or 'fixed: <why>', "
+        f"got {value!r}"
+    )
+
+
+def data_mode(notebook: Path) -> str:
+    """How a page's data are drawn (its registry's ``data:``; "block" without
+    one): "block", "per_seed" or "fixed: <why>"."""
+    path = path_for(notebook)
+    if not path.is_file():
+        return "block"
+    try:
+        entries = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ValueError(f"claims registry {path} is not valid YAML: {exc}") from exc
+    if not isinstance(entries, dict) or "data" not in entries:
+        return "block"
+    return check_data(entries["data"], where=str(path))
 
 
 def _blocks(value) -> bool:

@@ -11,11 +11,21 @@ per chapter from the stored tables; a table whose page changed since
 
 Held-out seeds: a page following the book's convention (``seed`` the first of
 ``n_seeds`` consecutive seeds, default 0..n_seeds-1) is run at ``seed`` =
-n_seeds, 2·n_seeds, … — blocks of fresh seeds — until :func:`held_out_seeds`
-seeds are covered (15, or 5 for the MNIST pages); a page with only ``seed``
-is run at the next seeds after its default. Each block is one point: a claim
+:data:`HELDOUT_FIRST`, + n_seeds, + 2·n_seeds, … — blocks of seeds no page was
+tuned on — until :func:`held_out_seeds` seeds are covered (15: three blocks of
+5, or one block for the MNIST pages); a page with only ``seed`` is run at
+consecutive seeds from :data:`HELDOUT_FIRST`. Each block is one point: a claim
 "holds on a block" when its verdict holds there (worst seed of the block) and
 its rival fails.
+
+Data draws (issue 41): a page's data are drawn from ``seed`` (one data set per
+block) unless its registry says otherwise (``data:`` in ``<page>.claims.yml``,
+:func:`twolayer.protocol.data_mode`): a page with a ``data_seed`` parameter has
+it set to the block's seed too; ``data: per_seed`` — each of its seeds draws
+its own data set; ``data: "fixed: <why>"`` — the data are not random (the
+paper's own points, a fixed subset) and the sweep varies only the init. Each
+row of a stored sweep records its ``data_seed`` (None: fixed), so
+:func:`heldout_record` counts the data draws a claim survived.
 """
 
 from __future__ import annotations
@@ -30,6 +40,11 @@ STORE = Path("data") / "sweeps"
 PAGE = Path("book") / "robustness.md"
 FIGURES = Path("book") / "images" / "robustness"
 SEEDS, SEEDS_MNIST = 15, 5
+# The first held-out seed. Blocks 5-24 and 100-120 were seen while pages were
+# tuned (and the audits used 500-599), so held-out blocks start here; when a
+# threshold or rival is changed after seeing these, move on to fresh ones
+# (``twolayer robustness run --first-seed N``) and record them in ``tested_on``.
+HELDOUT_FIRST = 1000
 STALE_MARKER = "<!-- SWEEPS_STALE -->"
 CHAPTER_TITLES = {
     "phuong2021": "Phuong & Lampert 2021",
@@ -56,15 +71,36 @@ def held_out_seeds(paths: Paths, page: str) -> int:
     return SEEDS_MNIST if is_mnist(paths, page) else SEEDS
 
 
-def seed_values(paths: Paths, page: str) -> list[int] | None:
-    """The ``seed`` values of a page's held-out sweep (None: no ``seed`` parameter)."""
+def seed_values(paths: Paths, page: str, first: int | None = None) -> list[int] | None:
+    """The ``seed`` values of a page's held-out sweep, one per block of
+    ``n_seeds`` seeds from ``first`` (default :data:`HELDOUT_FIRST`); None: no
+    ``seed`` parameter."""
     decls = parameters(paths, page)
     if "seed" not in decls:
         return None
-    first = int(decls["seed"].default)
+    first = HELDOUT_FIRST if first is None else int(first)
     block = int(decls["n_seeds"].default) if "n_seeds" in decls else 1
     want = held_out_seeds(paths, page)
-    return [first + block * k for k in range(1, math.ceil(want / block) + 1)]
+    return [first + block * k for k in range(math.ceil(want / block))]
+
+
+def data_mode(paths: Paths, page: str) -> str:
+    """How the page's data are drawn: "block", "per_seed" or "fixed: <why>"
+    (:func:`twolayer.protocol.data_mode`)."""
+    from .. import protocol
+
+    return protocol.data_mode(resolve(paths, page))
+
+
+def block_point(paths: Paths, page: str, seed: int) -> dict:
+    """One held-out block's parameters: ``seed``, and ``data_seed`` = ``seed``
+    when the page has that parameter and its data are not fixed."""
+    point = {"seed": seed}
+    if "data_seed" in parameters(paths, page) and not data_mode(paths, page).startswith(
+        "fixed"
+    ):
+        point["data_seed"] = seed
+    return point
 
 
 def store_path(paths: Paths, page: str) -> Path:
@@ -72,21 +108,26 @@ def store_path(paths: Paths, page: str) -> Path:
 
 
 def plan(
-    paths: Paths, pages: list[str] | None = None, max_seconds: float | None = None
+    paths: Paths,
+    pages: list[str] | None = None,
+    max_seconds: float | None = None,
+    first: int | None = None,
 ):
-    """``[(page, points)]`` of the held-out sweeps; pages without ``seed`` are
-    left out (and, with ``max_seconds``, pages whose last run took longer)."""
+    """``[(page, points)]`` of the held-out sweeps (:func:`block_point` per block
+    of :func:`seed_values`); pages without ``seed`` are left out (and, with
+    ``max_seconds``, pages whose last run took longer)."""
     from . import runner
     from . import sweep as sw
 
     out = []
     for page in pages or book_pages(paths):
-        seeds = seed_values(paths, page)
+        seeds = seed_values(paths, page, first)
         if seeds is None:
             continue
         if max_seconds is not None and runner.last_seconds(paths, page) > max_seconds:
             continue
-        out.append((page, sw.make_points(paths, page, [{"seed": s} for s in seeds])))
+        points = [block_point(paths, page, s) for s in seeds]
+        out.append((page, sw.make_points(paths, page, points)))
     return out
 
 
@@ -96,12 +137,13 @@ def run(
     workers: int | None = None,
     scheduler: str | None = None,
     max_seconds: float | None = None,
+    first: int | None = None,
 ) -> int:
     """Execute the held-out sweeps on one dask cluster and store a table per page."""
     from . import runner
     from . import sweep as sw
 
-    todo = plan(paths, pages, max_seconds)
+    todo = plan(paths, pages, max_seconds, first)
     # longest first: both cores busy to the end
     todo.sort(key=lambda t: -runner.last_seconds(paths, t[0]))
     flat = [p for _, pts in todo for p in pts]
@@ -125,7 +167,7 @@ def run(
                 flush=True,
             )
             continue
-        df = sw.table(pts, sub, extra)
+        df = sw.table(pts, sub, {**extra, "data": data_mode(paths, page)})
         sw.write_table(df, store_path(paths, page))
         lines, _ = sw.summary_lines(df)
         print(
@@ -161,6 +203,136 @@ def load(paths: Paths):
         )
         frames.append(df)
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _missing(v) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v)) or v is _NA
+
+
+try:  # pandas' missing value, compared by identity
+    from pandas import NA as _NA
+except ImportError:  # pragma: no cover
+    _NA = None
+
+
+def heldout_from_table(df, mode: str = "block", stale: bool = False) -> dict:
+    """Each claim's held-out record in one page's stored sweep ``df``
+    (:func:`heldout_record`); plain Python over the rows (a few dozen)."""
+    from . import sweep as sw
+
+    rows = [
+        r
+        for r in df.to_dict("records")
+        if not str(r.get("error") or "").startswith("not executed")
+    ]
+    points = sorted({int(r["point"]) for r in rows})
+    block, page_seeds, draws_of = {}, {}, {}
+    for r in rows:
+        p = int(r["point"])
+        seed = r.get("seed")
+        block.setdefault(p, p if _missing(seed) else int(seed))
+        if not _missing(r.get("seeds")):
+            page_seeds[p] = max(page_seeds.get(p, 0), int(r["seeds"]))
+        if not _missing(r.get("data_seed")):
+            draws_of.setdefault(p, int(r["data_seed"]))
+    if str(mode).startswith("fixed"):
+        block_draws = 1
+    elif "data_seed" not in df.columns:
+        block_draws = None  # stored before sweeps recorded their data draws
+    else:
+        block_draws = len(set(draws_of.values()))
+    claims: dict[str, list[dict]] = {}
+    for r in rows:
+        if isinstance(r.get("claim"), str):
+            claims.setdefault(r["claim"], []).append(r)
+    out = {}
+    for claim in sorted(claims):
+        g = claims[claim]
+        held = {int(r["point"]) for r in g if r.get("holds") is True}
+        exempt = {
+            int(r["point"])
+            for r in g
+            if isinstance(r.get("verdict"), str)
+            and sw._exempt(
+                dict(verdict=r["verdict"], kind=r.get("kind"), note=r.get("note"))
+            )
+        }
+        own = {
+            int(r["point"]): int(r["seeds"]) for r in g if not _missing(r.get("seeds"))
+        }
+        seeds = sum(own.get(p, page_seeds.get(p, 1)) for p in points)
+        draws = seeds if block_draws is not None and mode == "per_seed" else block_draws
+        recorded = [r for r in g if isinstance(r.get("relation"), str)]
+        bound = sw._probability_bound(recorded[0].get("why")) if recorded else None
+        pooled = None
+        if bound is not None:
+            n = sum(int(r["seeds"]) for r in recorded)
+            k = sum(float(r["measured"]) * int(r["seeds"]) for r in recorded)
+            pooled = k / n if n else None
+        out[claim] = dict(
+            blocks=len(points),
+            holds=len(held),
+            seeds=int(seeds),
+            data_draws=draws,
+            stale=bool(stale),
+            exempt=len(exempt),
+            block_seeds=[block[p] for p in points],
+            misses=[block[p] for p in points if p not in held],
+            pooled_frequency=pooled,
+        )
+    return out
+
+
+def heldout_record(paths: Paths, page: str) -> dict[str, dict] | None:
+    """The held-out record of each claim of ``page`` in its stored sweep
+    (``data/sweeps/<chapter>__<name>.parquet``), by claim id — what the ledger
+    writes as ``heldout`` (claims format v3), the robustness page and the
+    verdict boxes show. None when the page has no ``seed`` parameter or no
+    stored sweep.
+
+    Each record: ``blocks`` run (points executed), ``holds`` — blocks where the
+    claim holds with its rival failing, ``seeds`` — init seeds covered (each
+    block's ``seeds``; a probability claim's trials), ``data_draws`` — distinct
+    data sets (1 for a page whose data are fixed, None for a sweep stored
+    before draws were recorded), ``stale`` — the page's code changed since
+    (:func:`twolayer.pipeline.sweep.page_code`), ``exempt`` — blocks where it
+    is "does not reproduce", "not resolved" or an unmet assumption as its page
+    states, ``block_seeds`` — each block's first seed, ``misses`` — the blocks'
+    first seeds where it does not hold, ``pooled_frequency`` — for a
+    probability claim, its frequency pooled over every block (else None).
+    """
+    import pandas as pd
+
+    from . import sweep as sw
+
+    path = store_path(paths, page)
+    if not path.is_file() or "seed" not in parameters(paths, page):
+        return None
+    df = pd.read_parquet(path)
+    if df.empty or not {"page", "page_code", "claim", "holds"} <= set(df.columns):
+        return None
+    stale = bool((df["page_code"] != sw.page_code(paths, page)).any())
+    return heldout_from_table(df, data_mode(paths, page), stale)
+
+
+def refresh_heldout(paths: Paths, page: str, claims_json: Path) -> bool:
+    """Rewrite the ``heldout`` of every claim in a published claims JSON from
+    the page's stored sweep as it is now (a cached run may predate the sweep);
+    True if the file changed."""
+    import json
+    import os
+
+    from .. import claims as claims_mod
+
+    payload = json.loads(claims_json.read_text())
+    before = json.dumps(payload, sort_keys=True)
+    claims_mod.with_heldout(payload, heldout_record(paths, page))
+    if json.dumps(payload, sort_keys=True) == before:
+        return False
+    tmp = claims_json.with_name(claims_json.name + ".heldout.tmp")
+    tmp.write_text(json.dumps(payload, indent=1, allow_nan=False))
+    os.replace(tmp, claims_json)
+    return True
 
 
 def claim_table(df):
@@ -528,7 +700,15 @@ def add_parser(sub) -> None:
         default=None,
         help="only pages whose last run took at most this long",
     )
-    what.add_parser("plan", help="print the points `run` would execute")
+    p.add_argument(
+        "--first-seed",
+        type=int,
+        default=None,
+        help=f"first held-out seed (default {HELDOUT_FIRST}); fresh blocks after a "
+        "threshold or rival changed on seeing the stored ones",
+    )
+    q = what.add_parser("plan", help="print the points `run` would execute")
+    q.add_argument("--first-seed", type=int, default=None)
     what.add_parser("page", help="write book/robustness.md from the stored sweeps")
     parser.set_defaults(fn=command)
 
@@ -539,12 +719,18 @@ def command(args, paths: Paths) -> int:
         from .runner import last_seconds
 
         total = 0.0
-        for page, pts in plan(paths):
+        for page, pts in plan(paths, first=args.first_seed):
             cost = len(pts) * last_seconds(paths, page)
             total += cost
+            mode = data_mode(paths, page)
+            data = (
+                "data fixed"
+                if mode.startswith("fixed")
+                else f"data drawn {'per seed' if mode == 'per_seed' else 'per block'}"
+            )
             print(
-                f"{page}: seed = {', '.join(str(p.values['seed']) for p in pts)}  "
-                f"(~{cost:.0f} s of page time)"
+                f"{page}: seed = {', '.join(str(p.values['seed']) for p in pts)}; "
+                f"{data}  (~{cost:.0f} s of page time)"
             )
         print(
             f"~{total:.0f} s of page time in all (the pages' last runs), "
@@ -560,6 +746,7 @@ def command(args, paths: Paths) -> int:
                 args.workers,
                 args.scheduler,
                 args.max_seconds,
+                args.first_seed,
             )
         except KeyboardInterrupt:
             rc = 130

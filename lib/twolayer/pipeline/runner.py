@@ -432,3 +432,8 @@ def publish(paths: Paths, results: list[RunResult]) -> None:
                 tmp = dest.with_name(dest.name + suffix + ".tmp")
                 shutil.copyfile(src, tmp)
                 os.replace(tmp, dest.with_name(dest.name + suffix))
+        claims_json = dest.with_name(dest.name + ".claims.json")
+        if claims_json.exists():  # the held-out record as stored now (format v3)
+            from .robustness import refresh_heldout
+
+            refresh_heldout(paths, r.nb, claims_json)
