@@ -185,7 +185,7 @@ def test_exception_output_is_an_error_naming_page_and_cell():
                 outputs=[
                     {
                         "output_type": "stream",
-                        "name": "stderr",
+                        "name": "stdout",
                         "text": "Traceback (most recent call last):\n ValueError: x",
                     }
                 ],

@@ -17,7 +17,11 @@ def claims_markdown(paths: Paths) -> str:
     from the book's findings), then each page's claims in a table (id, paper item,
     kind, statement, seeds, worst value and spread, test, horizon, rival, verdict)."""
     rows = claims_mod.load_all(paths.executed)
-    return "\n".join(_ledger_summary(rows) + _ledger_tables(rows))
+    try:
+        order = toc_pages(paths)
+    except (OSError, ValueError):
+        order = []
+    return "\n".join(_ledger_summary(rows) + _ledger_tables(rows, order))
 
 
 def _not_met(r: dict) -> bool:
@@ -110,12 +114,13 @@ def _first_rows(rows: list[dict]) -> list[str]:
     return out
 
 
-def _ledger_tables(rows: list[dict]) -> list[str]:
+def _ledger_tables(rows: list[dict], toc_order: list[str] = ()) -> list[str]:
     out: list[str] = _first_rows(rows)
     by_nb: dict[str, list[dict]] = {}
     for r in rows:
         by_nb.setdefault(r["notebook"], []).append(r)
-    for nb, rs in by_nb.items():
+    order = {p: i for i, p in enumerate(toc_order)}
+    for nb, rs in sorted(by_nb.items(), key=lambda kv: (order.get(kv[0], 1e9), kv[0])):
         out += ["", f"## {{doc}}`{nb} <{nb}>`", ""]
         body = []
         for r in sorted(rs, key=lambda r: verdicts.ORDER.index(verdicts.label(r))):

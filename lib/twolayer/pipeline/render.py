@@ -234,7 +234,9 @@ def _is_ledger(source: str) -> bool:
     return bool(re.search(r"^\s*(ledger\.|ledger\s*=\s*Ledger\()", source, re.M))
 
 
-REPR = re.compile(r"^\s*(Claim\(|Rival\(|<twolayer\.|Ledger\()")
+REPR = re.compile(
+    r"^\s*(Claim\(|Rival\(|Ledger\(|\[?<(twolayer|matplotlib)\.|<Figure size)", re.M
+)
 EXCEPTION = re.compile(
     r"Traceback \(most recent call last\)|^\w+(Error|Exception): ", re.M
 )
@@ -245,7 +247,10 @@ def _output_text(o: dict) -> str:
         return _flat(o.get("text", ""))
     if o.get("output_type") == "error":
         return "\n".join(o.get("traceback", [])) or o.get("evalue", "")
-    return _flat(o.get("data", {}).get("text/plain", ""))
+    data = o.get("data", {})
+    if set(data) - {"text/plain"}:  # an image or HTML is what shows
+        return ""
+    return _flat(data.get("text/plain", ""))
 
 
 def _flat(x) -> str:
@@ -264,6 +269,8 @@ def fold(cells: list[dict], page: str) -> None:
             continue
         tags, src = _tags(c), _text(c)
         for o in c.get("outputs", []):
+            if o.get("output_type") == "stream" and o.get("name") == "stderr":
+                continue  # not shown to readers (nb_output_stderr: remove)
             text = _output_text(o)
             if o.get("output_type") == "error" or EXCEPTION.search(text):
                 raise ReaderError(
