@@ -1172,7 +1172,7 @@ def _unresolved_text(claim: Claim, tr: dict) -> str:
         what = f"its distance to the limit {significant(tr['target'], 4)}"
     cross = (
         f"at this rate it crosses {claim.relation} {significant(claim.threshold, 3)} "
-        f"near t = 10^{significant(tr['crossing_log10_t'], 2)}"
+        f"near t = 10^{significant(tr['crossing_log10_t'], 3)}"
         if tr["crossing_log10_t"] is not None
         else "at this rate it crosses the threshold beyond t = 10^(1e300)"
     )
