@@ -39,9 +39,11 @@ def two_points(
     snapshot_every: int,
     k_mid: int,
     cases: dict | None = None,
+    init: str = "gaussian",
 ) -> dict[str, dict]:
     """Figs 7–9 (App. A.2–A.3): GD on both layers, sum loss, from an iid Gaussian
-    init of std ``init_scale``, on two positive points at each angle of ``cases``
+    init of std ``init_scale`` (the paper's; ``init="balanced"``: Thm 1's init (3)
+    of scale ``init_scale``), on two positive points at each angle of ``cases``
     (default :data:`TWO_POINT_CASES`), every seed as one stacked tensor.
 
     Returns ``{case: theory.two_point_runs(...)}``: per-seed arrays (``in_plus`` of
@@ -51,7 +53,7 @@ def two_points(
     """
     cases = TWO_POINT_CASES if cases is None else cases
     every = range(0, steps + 1, snapshot_every)
-    spec = dict(init="gaussian", init_scale=init_scale)
+    spec = dict(init=init, init_scale=init_scale)
     runs = {}
     for name, theta in cases.items():
         ds = data.two_point_set(theta)
@@ -383,7 +385,9 @@ def long_flows(
     snapshots from 1e-3, sum loss) on two opposite cones in ``d`` dimensions
     (``n`` points, a draw per seed), from the balanced init of each scale of
     ``scales``. Returns ``{name: [theory.long_flow_summary per seed]}`` (paper
-    times)."""
+    times), each with Thm 1 (ii)'s per-class excess ``excess``
+    (:func:`~twolayer.theory.min2024.class_excess`) and the whole ``W``'s
+    ``total_excess`` at ``t_long``."""
     longs = {name: [] for name in scales}
     for s in seeds:
         ds = data.opposite_cones(n, d, half_angle, seed=s)
@@ -392,8 +396,87 @@ def long_flows(
             kw = dict(n_snapshots=80, t_min=1e-3, reduction="sum")
             f = flows.gradient_flow(net, ds, t_long, **kw)
             t = theory.paper_time(f.times)
-            longs[name].append(theory.long_flow_summary(t, f.loss, f.param("W")))
+            W, v = f.param("W"), f.param("a")
+            summary = theory.long_flow_summary(t, f.loss, W)
+            summary["excess"] = theory.class_excess(W[-1], v[-1])  # at t_end
+            summary["excess0"] = theory.class_excess(W[0], v[0])  # at init
+            summary["total_excess"] = theory.total_excess(W[-1])
+            longs[name].append(summary)
     return longs
+
+
+def excess_slopes(
+    longs: dict[str, list[dict]], scales: dict[str, float], eps_grid: Sequence[float]
+) -> tuple[list[float], list[float]]:
+    """Thm 1 (ii)'s ε-scaling from :func:`long_flows` run at every ε of
+    ``eps_grid`` (each a value of ``scales``): per seed, the log-log slope
+    (:func:`~twolayer.theory.min2024.loglog_slope`) of the per-class excess
+    against ε, and the same slope of the whole ``W``'s excess."""
+    names = {eps: name for name, eps in scales.items()}
+    missing = [e for e in eps_grid if e not in names]
+    if missing or len(eps_grid) < 2:
+        raise ValueError(f"eps_grid needs >= 2 scales of the flows, missing {missing}")
+    runs = [longs[names[e]] for e in eps_grid]
+    per_seed = list(zip(*runs))  # per seed: its summary at every eps
+    return (
+        [theory.loglog_slope(eps_grid, [r["excess"] for r in rs]) for rs in per_seed],
+        [
+            theory.loglog_slope(eps_grid, [r["total_excess"] for r in rs])
+            for rs in per_seed
+        ],
+    )
+
+
+def relu_vs_linear(
+    seeds: Sequence[int],
+    n: int,
+    gap_angle: float,
+    half_angle: float,
+    width: int,
+    init_scale: float,
+    lr: float,
+    steps: int,
+) -> pd.DataFrame:
+    """Thm 1 (i)'s ReLU content where ``x+ ≠ −x−``: per seed, two 2-D cones
+    ``gap_angle`` apart (``data.two_cones``, a draw per seed), GD at step ``lr``
+    for ``steps`` steps (sum loss) of the ReLU network from the balanced init of
+    scale ``init_scale`` and of the linear two-layer network from the same init
+    (:func:`~twolayer.theory.min2024.linear_gd`). One row per seed: the
+    :func:`~twolayer.theory.min2024.cone_overshoot` (degrees), the cosine of the
+    mean positive neuron with ``x+``, the neurons in ``S_dead`` and the loss, of
+    each network at the end; ``attrs["first"]`` the first seed's data ``X``,
+    ``y`` and end states ``relu``, ``linear`` (each ``(W, v)``)."""
+    rows = []
+    for s in seeds:
+        ds = data.two_cones(n, gap_angle, half_angle, seed=s)
+        net = models.TwoLayerNet(
+            2, width, init="balanced", init_scale=init_scale, seed=s
+        )
+        W0, v0 = net.weights()
+        run = flows.gd(
+            net, ds, lr=lr, steps=steps, reduction="sum", snapshot_steps=[0, steps]
+        )
+        _, Wl, vl = theory.linear_gd(W0, v0, ds.X, ds.y, lr, steps, [steps])
+        row = dict(seed=s)
+        ends = {
+            "relu": (run.param("W")[-1], run.param("a")[-1]),
+            "linear": (Wl[-1], vl[-1]),
+        }
+        for name, (W, v) in ends.items():
+            row[f"{name}_overshoot"] = theory.cone_overshoot(W, v, ds.X, ds.y)
+            row[f"{name}_cos_plus"] = theory.alignment(W, v, ds.X, ds.y).mean_plus
+            row[f"{name}_dead"] = int(
+                (theory.cone_membership(W, ds.X, ds.y) == theory.S_DEAD).sum()
+            )
+            row[f"{name}_loss"] = theory.logistic_loss(
+                W, v, ds.X, ds.y, linear=name == "linear"
+            )
+        rows.append(row)
+        if s == seeds[0]:  # the first seed's data and ends, for the figure
+            first = dict(X=ds.X, y=ds.y, **ends)
+    table = pd.DataFrame(rows)
+    table.attrs["first"] = first
+    return table
 
 
 # ------------------------------------------------------------------------------

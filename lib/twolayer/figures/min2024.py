@@ -211,6 +211,25 @@ def dead_branch(times, Ws, vs, X, y, membership):
     return fig
 
 
+def relu_linear(X, y, relu, linear):
+    """Where ``x+ ≠ −x−``: the neurons at the end of the ReLU run (a) and of the
+    linear run from the same init (b), ``relu`` / ``linear`` each ``(W, v)``,
+    with the directions of ``x+`` and ``x+ − x−`` dashed (grey: ``S_dead``)."""
+    X, y = np.asarray(X, float), np.asarray(y, float)
+    xp, xm = min2024.aggregate_data(X, y)
+    fig, axes = plots.panels(1, 2, height=3.4)
+    for ax, (W, v), name in zip(axes, (relu, linear), ("(a) ReLU", "(b) linear")):
+        dead = min2024.cone_membership(W, X, y) == min2024.S_DEAD
+        plots.neurons_2d(ax, W, v, X, y, title=f"{name}: end", dead=dead)
+        r = np.abs(X).max() * 1.1
+        for ref, ls, lab in ((xp, "--", "$x_+$"), (xp - xm, ":", "$x_+-x_-$")):
+            u = r * ref / np.linalg.norm(ref)
+            ax.plot([0, u[0]], [0, u[1]], color="k", ls=ls, lw=1.2, label=lab)
+    fig.legend(*_neuron_legend(axes[0]), loc="outside lower center", ncol=3)
+    plots.fit_titles(fig)
+    return fig
+
+
 def long_flows(longs: dict, scales: dict):
     """Stable rank and ``t L(t)`` along the long flows, one line per seed, for each
     init of ``longs`` (``{"small": [long_flow_summary, ...], "large": [...]}``;

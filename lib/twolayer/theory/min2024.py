@@ -898,7 +898,9 @@ def two_point_summary(Ws, vs, X, y, k_mid: int) -> dict:
     outside ``S+`` at the end; ``settled`` / ``settled_init`` the smallest
     :func:`point_cosine` of those at the end / at the start (NaN if none);
     ``entered`` the fraction of the ones outside ``S+`` at snapshot ``k_mid`` that
-    are in ``S+`` at the end (NaN if none)."""
+    are in ``S+`` at the end (NaN if none); ``flips`` how many live positive
+    neurons started with ``v_j(0) < 0`` (a sign change: impossible from the
+    balanced init (3), possible from an iid one)."""
     Ws, vs = (
         np.asarray(to_numpy(Ws), dtype=float),
         np.asarray(to_numpy(vs), dtype=float),
@@ -919,6 +921,7 @@ def two_point_summary(Ws, vs, X, y, k_mid: int) -> dict:
         settled=low(Ws[-1]),
         settled_init=low(Ws[0]),
         entered=float(entered),
+        flips=int((live & (vs[0] < 0)).sum()),
     )
 
 
@@ -1094,7 +1097,7 @@ def two_point_runs(trajs, X, y, k_mid: int) -> dict:
     if not trajs:
         raise ValueError("trajs must hold at least one run")
     per = [two_point_summary(t.param("W"), t.param("a"), X, y, k_mid) for t in trajs]
-    keys = ("in_plus", "n_out", "settled", "settled_init", "entered")
+    keys = ("in_plus", "n_out", "settled", "settled_init", "entered", "flips")
     out = {key: np.array([p[key] for p in per], dtype=float) for key in keys}
     first = trajs[0]
     return out | dict(
@@ -1249,3 +1252,81 @@ def alignment_phase_stats(it, Ws, vs, X, y, lr: float) -> dict:
         f0=f0,
         t_esc=escape_iterations(lr, *aggregate_data(X, y), f0),
     )
+
+
+# ------------------------------------------------------------------------------
+# ReLU against linear where x+ != -x-, and Thm 1 (ii) by its eps-scaling.
+
+
+def cone_overshoot(W, v, X, y) -> float:
+    """How far the mean neuron of each class leaves its class's data cone, in
+    degrees: ``max_c [∠(w̄_c, x_c) − max_{i: y_i = c} ∠(x_i, x_c)]`` over
+    ``c = ±1`` (``w̄_c`` the mean row with ``sign v_j = c``, ``x_c = Σ_{y_i=c} x_i``).
+
+    Thm 1 (i): a neuron in ``S_c`` is moved only by the points of class ``c``
+    (its gradient is ``v_j Σ_{i: w_j·x_i>0} ℓ'_i y_i x_i``), and one in
+    ``S_dead`` not at all, so from a small init ``w̄_c`` stays in the cone of
+    the class-``c`` points: the overshoot is ``≤ 0``. A linear network moves every
+    neuron along ``±(x+ − x−)``, outside both cones when ``x+ ≠ −x−``."""
+    W, v, X, y = _wv(W, v, X, y)
+    worst = -np.inf
+    for c in (1.0, -1.0):
+        pts, rows = X[y == c], W[np.sign(v) == c]
+        if len(pts) == 0 or len(rows) == 0:
+            raise ValueError(f"class {c:+g} needs points and neurons with sign v = c")
+        xc = pts.sum(axis=0)
+        edge = np.degrees(np.arccos(np.clip(row_cosines(pts, xc), -1, 1))).max()
+        mean_row = rows.mean(axis=0, keepdims=True)
+        off = np.degrees(np.arccos(np.clip(row_cosines(mean_row, xc)[0], -1, 1)))
+        worst = max(worst, float(off - edge))
+    return float(worst)
+
+
+def class_excess(W, v) -> float:
+    """Thm 1 (ii)'s per-class excess ``max_c (‖W_c‖_F² − ‖W_c‖_2²)`` over the two
+    classes of neurons (``W_c`` the rows with ``sign v_j = c``): ``O(ε)`` for
+    ``t ≥ t1`` (App. C, proof of Thm 1 (ii)); the whole ``W`` has the excess
+    ``‖W‖_F² − ‖W‖_2²`` of a second rank-one block, which does not scale with ε
+    (:func:`total_excess`)."""
+    W = as_matrix(to_numpy(W), "W")
+    v = as_vector(to_numpy(v), "v")
+    out = []
+    for c in (1.0, -1.0):
+        rows = W[np.sign(v) == c]
+        if len(rows) == 0:
+            raise ValueError(f"no neuron with sign v = {c:+g}")
+        s = np.linalg.svd(rows, compute_uv=False)
+        out.append(float((s**2).sum() - s[0] ** 2))
+    return max(out)
+
+
+def total_excess(W) -> float:
+    """``‖W‖_F² − ‖W‖_2²`` of the whole first layer (both classes)."""
+    s = np.linalg.svd(as_matrix(to_numpy(W), "W"), compute_uv=False)
+    return float((s**2).sum() - s[0] ** 2)
+
+
+def loglog_slope(x, y) -> float:
+    """Least-squares slope of ``log10 y`` against ``log10 x`` (≥ 2 positive
+    points): the exponent ``p`` of ``y ∝ x^p``."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.size < 2 or (x <= 0).any() or (y <= 0).any():
+        raise ValueError(f"x {x.shape} and y {y.shape} must match, ≥ 2, positive")
+    return float(np.polyfit(np.log10(x), np.log10(y), 1)[0])
+
+
+def all_in_from(steps, fractions) -> np.ndarray:
+    """Per run (rows of ``fractions``, one column per snapshot at ``steps``), the
+    first snapshot's step from which the fraction of live positive neurons in
+    ``S+`` stays 1 to the end (Fig 8's "all neurons have reached S+"); the last
+    step where it never does (a lower bound)."""
+    steps = np.asarray(steps, dtype=float)
+    f = np.atleast_2d(np.asarray(fractions, dtype=float))
+    if f.shape[1] != steps.size:
+        raise ValueError(f"fractions {f.shape} need one column per step ({steps.size})")
+    out = []
+    for row in f:
+        bad = np.flatnonzero(row < 1.0)
+        k = 0 if bad.size == 0 else bad[-1] + 1
+        out.append(steps[min(k, steps.size - 1)])
+    return np.array(out)
