@@ -371,13 +371,14 @@ def test_claims_ledger_page(visits, paths):
         r["id"] for r in compared if r["rival"] and r["rival"]["name"] not in shown
     ]
     assert not missing_rivals, f"rivals not shown on the ledger page: {missing_rivals}"
-    ledger = [
+    ledger = [  # the per-page tables (the "read these first" table repeats claims)
         (text, n)
         for text, n in visit.data["tables"]
-        if "verdict" in text and "rival" in text
+        if "verdict" in text.split("\n")[0].lower()
+        and "rival" in text.split("\n")[0].lower()
     ]
     assert ledger, "the claims tables are missing from the ledger page"
-    text = "\n".join(t for t, _ in ledger)
+    text = "\n".join(t for t, _ in ledger).replace("\u200b", "")
     missing = [r["id"] for r in rows if r["id"] not in text]
     assert not missing, f"claims missing from the ledger: {missing}"
     n_rows = sum(n for _, n in ledger)
@@ -400,7 +401,7 @@ def test_chapters_show_claims_run_record_and_download(visits, paths):
         if visit is None:
             problems.append(f"{nb}: no page {page}")
             continue
-        text = visit.data["main_text"]
+        text = visit.data["main_text"].replace("\u200b", "")  # ids break at dots
         claims_file = paths.executed / f"{nb}.claims.json"
         if claims_file.exists():
             ids = [c["id"] for c in json.loads(claims_file.read_text())["claims"]]

@@ -145,7 +145,7 @@ def test_claims_ledger_summary(tmp_path):
         "**4 claims: 2 hold, 1 do not reproduce, 0 assumption(s) not met, 1 fail.**"
         in text
     )
-    assert "| lyu2021 | 4 | 2 | 1 | 1 | 0 | 2 | 1 | 0 | 1 |" in text, text
+    assert "| lyu2021 | 4 (2 · 1 · 1 · 0) | 2 | 1 | 0 | 1 |" in text, text
     assert (
         "| prediction | 2 | 1 | 1 | 0 | 0 |" in text
         and "| identity | 1 | 0 | 0 | 0 | 1 |" in text

@@ -219,8 +219,11 @@ def test_answer_sentence():
         claim(heldout={"blocks": 3, "holds": 2}),
     ]
     assert verdicts.answer(cs) == (
-        "1 of 3 predictions and findings hold; 1 do not reproduce and 1 fail on "
+        "1 of 3 predictions and findings hold; 1 does not reproduce and 1 fails on "
         "some held-out seeds."
     )
     assert verdicts.answer([claim()]) == "Its one prediction holds."
-    assert verdicts.answer([claim(), claim()]) == "All 2 of its predictions and findings hold."
+    assert (
+        verdicts.answer([claim(), claim()])
+        == "All 2 of its predictions and findings hold."
+    )

@@ -46,10 +46,9 @@ def _ledger_summary(rows: list[dict]) -> list[str]:
         f'block (shown as "fails on held-out seeds"); {unresolved} not resolved at '
         "the horizon reached. {doc}`How to read a verdict <reading>`.",
         "",
-        "| chapter | claims | "
-        + " | ".join(claims_mod.KINDS)
-        + " | hold | do not reproduce | not met | fail |",
-        "|---" * (6 + len(claims_mod.KINDS)) + "|",
+        "| chapter | claims (prediction · finding · identity · assumption) | hold "
+        "| do not reproduce | not met | fail |",
+        "|---|---|---|---|---|---|",
     ]
     for chapter in claims_mod.CHAPTERS:
         rs = [r for r in rows if r["notebook"].split("/")[0] == chapter]
@@ -58,9 +57,8 @@ def _ledger_summary(rows: list[dict]) -> list[str]:
         kinds = [sum(r["kind"] == k for r in rs) for k in claims_mod.KINDS]
         h, f, d, n = _verdict_counts(rs)
         out.append(
-            f"| {chapter} | {len(rs)} | "
-            + " | ".join(map(str, kinds))
-            + f" | {h} | {d} | {n} | {f} |"
+            f"| {chapter} | {len(rs)} ({' · '.join(map(str, kinds))}) "
+            f"| {h} | {d} | {n} | {f} |"
         )
     out += [
         "",
@@ -104,7 +102,7 @@ def _first_rows(rows: list[dict]) -> list[str]:
             [
                 _id_cell(r["id"]),
                 verdicts.badge(r),
-                f"{{doc}}`{verdicts.esc(r['notebook'])} </book/{r['notebook']}>`",
+                f"{{doc}}`{r['notebook']} </book/{r['notebook']}>`",
                 verdicts.number_cell(r) + (f" · {verdicts.esc(why)}" if why else ""),
             ]
         )
@@ -308,8 +306,7 @@ def chapter_scorecard(paths: Paths, chapter: str, claims: dict[str, list[dict]])
                 [
                     f"**{verdicts.esc(c.get('source', ''))}**: "
                     f"{verdicts.esc(c.get('statement', ''))}",
-                    f"{{doc}}`{verdicts.esc(p.split('/', 1)[1].replace('_', ' '))} "
-                    f"</book/{p}>`",
+                    f"{{doc}}`{p.split('/', 1)[1].replace('_', ' ')} </book/{p}>`",
                     verdicts.badge(c),
                     verdicts.test_text(c)
                     + (f" · {verdicts.heldout_text(c)}" if short else ""),

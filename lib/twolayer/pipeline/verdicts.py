@@ -278,14 +278,19 @@ def answer(claims: list[dict]) -> str:
     if not n:
         return "No prediction checked yet."
     misses = []
-    for lab, word in (
-        ("does not reproduce", "do not reproduce"),
-        ("fails on held-out seeds", "fail on some held-out seeds"),
-        ("not resolved", "are not resolved at the horizon reached"),
-        ("fails", "fail"),
+    for lab, one, many in (
+        ("does not reproduce", "does not reproduce", "do not reproduce"),
+        ("fails on held-out seeds", "fails", "fail"),
+        ("not resolved", "is not resolved", "are not resolved"),
+        ("fails", "fails", "fail"),
     ):
-        if t.get(lab):
-            misses.append(f"{t[lab]} {word}")
+        k = t.get(lab)
+        if k:
+            tail = {
+                "fails on held-out seeds": " on some held-out seeds",
+                "not resolved": " at the horizon reached",
+            }.get(lab, "")
+            misses.append(f"{k} {one if k == 1 else many}{tail}")
     if held == n:
         head = (
             "Its one prediction holds"
