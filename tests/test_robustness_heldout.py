@@ -182,3 +182,48 @@ def test_block_plan_redraws_the_data_unless_the_page_says_it_is_fixed(root):
     registry.write_text(registry.read_text() + "\n")
     with pytest.raises(ValueError, match="data: expected one of block, per_seed"):
         protocol.check_data("fixed:")
+
+
+def test_the_page_lists_every_miss_first_with_its_record_and_history(root):
+    paths = Paths(root)
+    registry = root / "book" / "lyu2021" / "phase1.claims.yml"
+    registry.write_text(
+        registry.read_text().replace(
+            "  horizon: 'T1(r), r = {r_main:g}'\n",
+            "  horizon: 'T1(r), r = {r_main:g}'\n  changed: 2026-11-28 (rival in "
+            "decades)\n  chosen_on: '116-120'\n  tested_on: [1000, 1005]\n",
+            1,
+        )
+    )
+    stated = dict(diagnosis="d (causes measured: x)")
+    outcomes = [
+        [
+            _claim("lyu2021.lem52.aligned", 1e-6, "holds"),
+            _claim("lyu2021.lem52.other", 1e-6, "holds"),
+        ],
+        [
+            _claim("lyu2021.lem52.aligned", 0.5, "does not reproduce", **stated),
+            _claim("lyu2021.lem52.other", 1e-6, "holds"),
+        ],
+    ]
+    points = sw.make_points(paths, PAGE, [{"seed": 1000}, {"seed": 1005}])
+    results = {
+        i: dict(ok=True, cached=False, seconds=1.0, worker="w", error="", claims=c)
+        for i, c in enumerate(outcomes)
+    }
+    extra = dict(code_key="c", commit="abc", data="block")
+    df = sw.table(points, sw.Outcome(results=results), extra)
+    sw.write_table(df, robustness.store_path(paths, PAGE))
+    text = robustness.markdown(paths, figures=False)
+    weak = text.split("## Claims that do not hold on every held-out block")[1].split(
+        "\n## "
+    )[0]
+    row = next(x for x in weak.splitlines() if "`lyu2021.lem52.aligned`" in x)
+    assert "1/2 (+1 as stated); misses block(s) 1005" in row
+    assert "| 10 / 2 |" in row  # 5 init seeds per block, one data draw per block
+    assert (
+        "changed 2026-11-28 (rival in decades); chosen on 116-120; tested since "
+        "on 1000, 1005" in row
+    )
+    assert "lem52.other" not in weak
+    assert "Fresh blocks" in text and "Data draws" in text

@@ -35,6 +35,7 @@ import os
 from pathlib import Path
 
 from .pages import Paths, book_pages, parameters, resolve
+from .record import table_cell
 
 STORE = Path("data") / "sweeps"
 PAGE = Path("book") / "robustness.md"
@@ -335,9 +336,35 @@ def refresh_heldout(paths: Paths, page: str, claims_json: Path) -> bool:
     return True
 
 
-def claim_table(df):
-    """One row per (page, claim): blocks where it holds with its rival failing,
-    seeds covered, the measured range and the rival's range over every block."""
+def history(paths: Paths, page: str) -> dict[str, dict]:
+    """Each registry entry's ``changed`` / ``chosen_on`` / ``tested_on`` (claims
+    format v3), by registry key (a claim id or an id pattern)."""
+    from .. import protocol
+
+    try:
+        entries = protocol.load(protocol.path_for(resolve(paths, page)))
+    except (FileNotFoundError, ValueError, KeyError):
+        return {}
+    keys = ("changed", "chosen_on", "tested_on")
+    return {k: {f: v.get(f) for f in keys} for k, v in entries.items()}
+
+
+def _history_of(hist: dict, claim: str) -> dict:
+    from .. import protocol
+
+    if claim in hist:
+        return hist[claim]
+    for key, h in hist.items():
+        if "{" in key and protocol.id_pattern(key).fullmatch(claim):
+            return h
+    return {}
+
+
+def claim_table(df, paths: Paths | None = None):
+    """One row per (page, claim): its held-out record (:func:`heldout_from_table`,
+    the one computation the ledger's ``heldout`` uses too), the measured range
+    and the rival's range over every block, and (with ``paths``) when its
+    threshold or rival was last changed and on which blocks it was tested since."""
     import pandas as pd
 
     from . import sweep as sw
@@ -346,8 +373,14 @@ def claim_table(df):
     for page, g in df.groupby("page", sort=True):
         summary, _ = sw.summarize(g)
         seeds = int(g.groupby("point")["seeds"].first().fillna(1).sum())
+        mode, hist = "block", {}
+        if paths is not None and not bool(g["missing"].iloc[0]):
+            mode, hist = data_mode(paths, page), history(paths, page)
+        records = heldout_from_table(g, mode, bool(g["stale"].iloc[0]))
         for s in summary:
             c = g[g["claim"] == s["claim"]]
+            rec = records.get(s["claim"], {})
+            h = _history_of(hist, s["claim"])
             lo = c["spread_min"].where(c["spread_min"].notna(), c["measured"]).min()
             hi = c["spread_max"].where(c["spread_max"].notna(), c["measured"]).max()
             rows.append(
@@ -363,7 +396,13 @@ def claim_table(df):
                     unreached=s["points"] - int(c["point"].nunique()),
                     need=s["need"],
                     enough=s["enough"],
-                    seeds=seeds,
+                    seeds=rec.get("seeds", seeds),
+                    data_draws=rec.get("data_draws"),
+                    misses=rec.get("misses", []),
+                    block_seeds=rec.get("block_seeds", []),
+                    changed=h.get("changed"),
+                    chosen_on=h.get("chosen_on"),
+                    tested_on=h.get("tested_on"),
                     relation=s["relation"],
                     threshold=s["threshold"],
                     lo=lo,
@@ -434,10 +473,39 @@ def _crashed(df) -> list[str]:
     return [*out, ""]
 
 
+def _blocks_text(value) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _seeds_text(r) -> str:
+    draws = getattr(r, "data_draws", None)
+    if draws is None or (isinstance(draws, float) and math.isnan(draws)):
+        return f"{r.seeds} / not recorded"
+    return f"{r.seeds} / {int(draws)}"
+
+
+def _history_text(r) -> str:
+    parts = []
+    if _blocks_text(getattr(r, "changed", None)):
+        parts.append(f"changed {_blocks_text(r.changed)}")
+    if _blocks_text(getattr(r, "chosen_on", None)):
+        parts.append(f"chosen on {_blocks_text(r.chosen_on)}")
+    if _blocks_text(getattr(r, "tested_on", None)):
+        parts.append(f"tested since on {_blocks_text(r.tested_on)}")
+    return table_cell("; ".join(parts)) if parts else "–"
+
+
 def _row(r) -> str:
     held = f"{r.holds}/{r.points}" + (f" (+{r.exempt} as stated)" if r.exempt else "")
     if getattr(r, "unreached", 0):
         held += f" ({r.unreached} not reached: the page stopped before this claim)"
+    misses = list(getattr(r, "misses", []) or [])
+    if misses:
+        held += f"; misses block(s) {', '.join(str(m) for m in misses)}"
     rival = (
         f"{r.rival}: [{_num(r.rival_lo)}, {_num(r.rival_hi)}]"
         if isinstance(r.rival, str)
@@ -445,16 +513,36 @@ def _row(r) -> str:
     )
     stale = " (stale)" if r.stale else ""
     return (
-        f"| `{r.claim}` | {r.kind} | {held} | [{_num(r.lo)}, {_num(r.hi)}] | "
-        f"{r.relation} {_num(r.threshold)} | {rival} | {_link(r.page)}{stale} |"
+        f"| `{r.claim}` | {r.kind} | {held} | {_seeds_text(r)} | "
+        f"[{_num(r.lo)}, {_num(r.hi)}] | "
+        f"{r.relation} {_num(r.threshold)} | {rival} | {_history_text(r)} | "
+        f"{_link(r.page)}{stale} |"
     )
 
 
 HEADER = [
-    "| claim | kind | holds on blocks | measured over held-out seeds | test | rival | "
+    "| claim | kind | holds on blocks (of run) | init seeds / data draws | "
+    "measured over held-out seeds | test | rival | last changed, tested since | "
     "page |",
-    "|---|---|---|---|---|---|---|",
+    "|---|---|---|---|---|---|---|---|---|",
 ]
+
+
+def _page_blocks(paths: Paths, page: str, rows) -> str:
+    """'<page> 3 block(s) from seeds 1000, 1005, 1010' — and whether those are
+    the current plan's fresh blocks."""
+    first = rows.iloc[0]
+    blocks = list(first.block_seeds) if len(first.block_seeds) else []
+    text = f"{_link(page)} {int(first.points)} block(s)"
+    if blocks:
+        text += f" from seeds {', '.join(str(b) for b in blocks)}"
+    try:
+        plan_seeds = seed_values(paths, page)
+    except Exception:  # noqa: BLE001 - a page that cannot be read: no plan
+        plan_seeds = None
+    if plan_seeds is not None and blocks and sorted(blocks) != sorted(plan_seeds):
+        text += " (not yet the fresh blocks of `make sweeps`)"
+    return text
 
 
 def figure(rows, chapter: str, out: Path) -> Path:
@@ -556,6 +644,22 @@ def markdown(paths: Paths, figures: bool = True) -> str:
         "it was computed at; a page whose code changed since is marked *stale* until "
         "`make sweeps` runs again.",
         "",
+        f"**Fresh blocks.** The held-out blocks start at seed {HELDOUT_FIRST}: no "
+        "threshold or rival was chosen on them. A claim whose threshold or rival "
+        "was changed after seeing a held-out block says so in its registry "
+        "(`changed`, `chosen_on`) and is tested again on blocks drawn after the "
+        "change (`tested_on`; `twolayer robustness run --first-seed N`).",
+        "",
+        "**Data draws.** A held-out block redraws the data as well as the "
+        "initialisation: a page's data are drawn from its `seed` (one data set per "
+        "block), or from its `data_seed` parameter, which the sweep sets to the "
+        "block's seed; a page whose seeds each draw their own data set says "
+        "`data: per_seed` in its claims registry, and a page whose data are not "
+        "random (the paper's own points, a fixed subset) says `data: 'fixed: "
+        "<why>'`, and then only the initialisation varies. The column *init "
+        "seeds / data draws* counts both over the blocks; 'not recorded' marks a "
+        "sweep stored before the draws were recorded.",
+        "",
         STALE_MARKER,
         "",
     ]
@@ -567,12 +671,16 @@ def markdown(paths: Paths, figures: bool = True) -> str:
             "",
         ]
     else:
-        table = claim_table(df)
-        weak = table[(table.holds + table.exempt < table.points) | table.error.notna()]
+        table = claim_table(df, paths)
+        weak = table[(table.holds < table.points) | table.error.notna()]
         out += ["## Claims that do not hold on every held-out block", ""]
         if len(weak):
             out += [
-                "Each is linked to its page.",
+                "Each is linked to its page. Listed too: a claim its page states "
+                "does not reproduce or is not resolved there, or an assumption its "
+                "page discusses (counted as '+n as stated'). On its page and in "
+                "the ledger such a claim reads with this record, never as a plain "
+                "'holds'.",
                 "",
                 *HEADER,
                 *[_row(r) for r in weak.sort_values(["page", "claim"]).itertuples()],
@@ -623,9 +731,7 @@ def markdown(paths: Paths, figures: bool = True) -> str:
                 ]
             pages = sorted(set(rows.page))
             seeds = ", ".join(
-                f"{_link(p)} {int(rows[rows.page == p].seeds.iloc[0])} seeds in "
-                f"{int(rows[rows.page == p].points.iloc[0])} block(s)"
-                for p in pages
+                _page_blocks(paths, p, rows[rows.page == p]) for p in pages
             )
             out += [
                 f"Held out: {seeds}.",
