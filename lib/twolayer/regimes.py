@@ -16,7 +16,7 @@ whether the stored grid is stale) and locate the critical scale with
 
 Settings (one per theorem, each within its paper's hypotheses where possible):
 
-* ``phuong_min`` — antipodal Gaussians (:func:`twolayer.synthesis.synthesis_data`:
+* ``phuong_min`` — antipodal Gaussians (:func:`twolayer.limit_data.synthesis_data`:
   orthogonally separable, ``μ > 0``), ReLU, balanced init: Phuong & Lampert
   Thm 1's gap ``max_live 1 − cos(w_j, w±)``; Min et al. Thm 1 (i)'s aligned
   fraction at paper time ``log n/√μ`` and the stable rank's max over
@@ -42,6 +42,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from .limit_data import lyu_data, sarussi_data  # noqa: F401  (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
 SWEEP_DIR = ROOT / "data" / "sweeps"
@@ -163,40 +165,14 @@ def _commit() -> str:
 # ---------------------------------------------------------------- the settings
 
 
-def lyu_data(seed: int, n: int = 20, d: int = 5):
-    """Lyu et al.'s symmetric setting (the limits page's): two Gaussians
-    (mean ±1, std 0.7), symmetrically augmented (Assumption 4.1), scaled to
-    ``‖x‖ ≤ 1``; with 200 random evaluation points appended for the sup norm."""
-    from .data import symmetric_augment, two_gaussians
-
-    sym = symmetric_augment(two_gaussians(n, d, mean=1.0, std=0.7, seed=seed))
-    sym = sym.with_data(
-        sym.X / np.linalg.norm(sym.X, axis=1).max(),
-        sym.y,
-        name=sym.name + " scaled to norm <= 1",
-        note="scaled to max norm 1",
-    )
-    rng = np.random.default_rng(seed)
-    X_eval = np.vstack([sym.X, rng.standard_normal((200, d)) / np.sqrt(d)])
-    return sym, X_eval
-
-
-def sarussi_data(seed: int):
-    """Sarussi et al.'s antipodal Gaussians (Lemma 6.1), the limits page's: 60 points in
-    R^10."""
-    from .data import antipodal_gaussians
-
-    return antipodal_gaussians(60, 10, mean=1.0, std=0.5, seed=seed)
-
-
 def phuong_min_point(
     init_scale: float, width: int, seed: int, t_max: float = T_MAX, data=None
 ) -> dict:
     """Phuong Thm 1 and Min Thm 1 on the synthesis data (ReLU, balanced init)."""
     from . import metrics
     from .flows import gradient_flow
+    from .limit_data import max_margin_pair, synthesis_data
     from .models import TwoLayerNet
-    from .synthesis import max_margin_pair, synthesis_data
     from .theory import min2024, phuong2021
 
     data = synthesis_data(seed=seed) if data is None else data
@@ -326,7 +302,7 @@ def phuong_probability_point(
     fixed (draw 0). ``j0_event``: no neuron starts with ``a_j > 0`` active on a
     positive point or ``a_j < 0`` active on a negative one — the event of the proof's
     bound (every neuron in J0)."""
-    from .synthesis import synthesis_data
+    from .limit_data import synthesis_data
 
     data = synthesis_data(seed=0)
     out = phuong_min_point(init_scale, width, seed, t_max=t_max, data=data)
@@ -360,7 +336,7 @@ DRAWS = tuple(range(20))
 
 def moves_draws_point(kind: str, value: float, seed: int) -> dict:
     """One draw of one move (:mod:`twolayer.synthesis`): ``mu`` — spread ``value``
-    of :func:`~twolayer.synthesis.nonsymmetric_data` (init 1e-3), ``mu_large`` — the
+    of :func:`~twolayer.limit_data.nonsymmetric_data` (init 1e-3), ``mu_large`` — the
     same at init scale :data:`LARGE_SCALE`; ``alpha`` — leaky slope ``value`` at
     spread 0.5 (Phuong's gap at 1e100, 1e200, 1e300); ``width2`` — width 2 on Lyu's
     data with signs ``(1, value)``."""

@@ -14,7 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from . import metrics
-from .data import Dataset, antipodal_gaussians
+from .data import Dataset
+from .limit_data import (  # noqa: F401  (re-exported: the pages' data)
+    lyu_data,
+    max_margin_pair,
+    nonsymmetric_data,
+    sarussi_data,
+    synthesis_data,
+)
 from .models import TwoLayerNet
 from .theory import lyu2021, min2024, phuong2021, sarussi2021
 from .theory.margins import NotSeparableError
@@ -90,45 +97,6 @@ def prediction_gaps(
     target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
     out["lyu"] = lyu2021.limit_error(W, a, X_eval, target, alpha)
     return out
-
-
-def max_margin_pair(data: Dataset) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(w+, w−)`` of Phuong & Lampert eqs. (6)-(7), or None if a class admits none."""
-    try:
-        return phuong2021.max_margin_directions(data.X, data.y)
-    except NotSeparableError:
-        return None
-
-
-def synthesis_data(
-    n: int = 40,
-    d: int = 5,
-    mean: float = 3.0,
-    std: float = 0.5,
-    seed: int = 0,
-    hinted: bool = False,
-) -> Dataset:
-    """Antipodal Gaussians scaled to ``‖x‖ ≤ 1``: symmetric (Lyu Assumption 4.1),
-    linearly separable (Sarussi), and — for ``std`` small against ``mean`` —
-    orthogonally separable with ``μ > 0`` (Phuong, Min Assumption 1).
-    ``hinted=True`` appends Lyu et al.'s three hint points (Def. 6.1, with
-    H=5, K=5, ε=0.05), which breaks the symmetry."""
-    ds = antipodal_gaussians(n, d, mean=mean, std=std, seed=seed)
-    X = ds.X / np.linalg.norm(ds.X, axis=1).max()
-    ds = ds.with_data(X, ds.y, note="scaled to max norm 1")
-    if not hinted:
-        return ds
-    w_star = lyu2021.max_margin_separator(ds.X, ds.y)
-    e = np.eye(d)[np.argmin(np.abs(w_star))]
-    w_perp = e - (e @ w_star) * w_star
-    w_perp /= np.linalg.norm(w_perp)
-    X2, y2 = lyu2021.hinted_dataset(ds.X, ds.y, H=5.0, K=5.0, eps=0.05, w_perp=w_perp)
-    return ds.with_data(
-        X2 / np.linalg.norm(X2, axis=1).max(),
-        y2,
-        name=ds.name + " + hints",
-        note="Lyu Def. 6.1 hints (H=K=5, eps=0.05), rescaled to max norm 1",
-    )
 
 
 def early_phase(Ws, As, times, data: Dataset, alpha: float) -> dict[str, np.ndarray]:
@@ -335,12 +303,11 @@ def lyu_limit_run(
     n_snapshots: int = 60,
 ) -> dict:
     """Lyu et al. Thm 4.3 / 4.2 on symmetric data (draw ``seed``,
-    :func:`twolayer.regimes.lyu_data`), Gaussian init of scale ``init_scale``: the
+    :func:`twolayer.limit_data.lyu_data`), Gaussian init of scale ``init_scale``: the
     relative sup gap to ``(1+α)/4⟨w*, x⟩`` and the normalised margin over the global
     maximum along the flow; phase I's rival ``μ̄``; whether Lemma 5.4's embedding is
     good (``b̄`` of both signs, :func:`twolayer.theory.lyu2021.is_good_embedding`)."""
     from .flows import gradient_flow
-    from .regimes import lyu_data
 
     sym, X_eval = lyu_data(seed)
     w_star = lyu2021.max_margin_separator(sym.X, sym.y)
@@ -399,7 +366,6 @@ def sarussi_limit_run(
     second layer, ``k`` neurons of each sign: ``R/‖w̄ − ū‖`` along the flow and
     the NAR membership (Def. 6.2) at the end."""
     from .flows import gradient_flow
-    from .regimes import sarussi_data
 
     anti = sarussi_data(seed)
     net = TwoLayerNet.fixed_second_layer(
@@ -559,32 +525,6 @@ def group_mass_ratio(W, a) -> float:
 # ------------------------------------------------------ one hypothesis moved at a time
 
 
-def nonsymmetric_data(
-    n: int = 40, d: int = 5, std: float = 0.5, seed: int = 0
-) -> Dataset:
-    """Two Gaussian classes that are *not* mirror images: positives ``N(3e1, s²I)``,
-    negatives ``N(−3e1 + 1.5e2, s²I)``, scaled to ``‖x‖ ≤ 1``. Unlike
-    :func:`synthesis_data`, ``w−`` is not ``−w+`` and neither is along ``w*``, so
-    a move of ``μ`` (through ``std``) can break Phuong's and Min's predictions."""
-    from .data import Dataset as _Dataset
-
-    rng = np.random.default_rng(seed)
-    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
-    centres = np.zeros((2, d))
-    centres[0, 0], centres[1, 0], centres[1, 1] = 3.0, -3.0, 1.5
-    X = np.where(y[:, None] > 0, centres[0], centres[1]) + std * rng.standard_normal(
-        (n, d)
-    )
-    X = X / np.linalg.norm(X, axis=1).max()
-    return _Dataset(
-        X,
-        y,
-        f"non-symmetric Gaussians (n={n}, d={d}, std={std:g})",
-        f"positives N(3e1, s²I), negatives N(−3e1 + 1.5e2, s²I), s = {std:g}, "
-        f"seed {seed}, scaled to max norm 1",
-    )
-
-
 def move_point(
     data: Dataset,
     *,
@@ -705,13 +645,12 @@ def mu_move(seed: int, std: float, *, init_scale: float = 1e-3, width: int = 20)
 def width2_move(
     seed: int, signs, *, alpha: float = 0.5, init_scale: float = 1e-4
 ) -> float:
-    """Width 2 on Lyu's symmetric data (:func:`twolayer.regimes.lyu_data`, draw
+    """Width 2 on Lyu's symmetric data (:func:`twolayer.limit_data.lyu_data`, draw
     ``seed``), a balanced init with the output signs forced to ``signs``: the relative
     sup gap to ``(1+α)/4⟨w*, x⟩`` at ``t = 1e300``. With one neuron of each sign
     Lemma 5.4's event (``b̄`` of one sign: for a balanced init ``sign b̄_k =
     sign a_k``) cannot occur."""
     from .flows import gradient_flow
-    from .regimes import lyu_data
 
     data, X_eval = lyu_data(seed)
     w_star = lyu2021.max_margin_separator(data.X, data.y)
@@ -1038,7 +977,6 @@ def lyu_two_neuron_gap(
     ``t_max``. ``balanced``: from ``(μ̄, −μ̄; 1, −1)`` instead (Thm 5.5's other
     starts, ignoring ``|b̄_+| ≠ |b̄_−|``)."""
     from .flows import gradient_flow
-    from .regimes import lyu_data
 
     sym, X_eval = lyu_data(seed)
     w_star = lyu2021.max_margin_separator(sym.X, sym.y)
