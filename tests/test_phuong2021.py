@@ -272,3 +272,22 @@ def test_cor1_limit_function_and_fitted_distances():
     assert abs(P.scaled_distance(f, np.ones(4)) - 1.0) < 1e-12
     assert P.best_two_ray_distance(wp, wm, X, 2 * g) < 1e-12
     assert P.best_two_ray_distance(np.array([0, 0, 1.0]), wm, X, g) > 0.1
+
+
+def test_relative_progress_reads_early_phase_and_limit():
+    early = np.array([0.95, 0.8])
+    assert np.allclose(P.relative_progress(early, early), 0)
+    assert np.allclose(P.relative_progress([1.0, 1.0], early), 1)
+    assert np.allclose(P.relative_progress([0.9625, 0.85], early), [0.25, 0.25])
+    with pytest.raises(ValueError, match="early_level"):
+        P.relative_progress(0.5, 1.0)
+
+
+def test_limit_network_scores_one():
+    rng = np.random.default_rng(0)
+    W, a = rng.standard_normal((6, 3)), np.array([1, -1, 1, -1, 1, -1.0])
+    wp, wm = np.array([1.0, 2.0, 0.0]), np.array([0.0, -1.0, 3.0])
+    L = P.limit_network(W, a, wp, wm)
+    assert np.allclose(np.linalg.norm(L, axis=1), np.linalg.norm(W, axis=1))
+    assert np.allclose(P.cosines_to_max_margin(L, a, wp, wm), 1)
+    assert not np.allclose(P.cosines_to_max_margin(W, a, wp, wm), 1)

@@ -6,6 +6,7 @@ calls made directly."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from twolayer import data, flows, models
@@ -219,3 +220,73 @@ def test_appd_runs_refuse_a_run_that_did_not_fit():
             batch_size=8,
             lr=1e-6,
         )
+
+
+def test_appd_images_are_every_image_of_the_two_digits(monkeypatch):
+    monkeypatch.delenv(data.MNIST_ENV, raising=False)
+    ds = E.appd_images((0, 1))
+    assert ds.n == 1000 and (ds.y > 0).sum() == 500  # the sample: 500 per digit
+    assert len({row.tobytes() for row in ds.X}) == ds.n  # train and test parts disjoint
+
+
+def test_appd_cos_stats_by_hand():
+    R = np.array([[1.0, 0.0], [1.0, 0.2], [0.0, 1.0], [-0.1, 1.0]])
+    y = np.array([1.0, 1.0, -1.0, -1.0])
+    stats, cross, same = E._cos_stats(R, y)
+    U = R / np.linalg.norm(R, axis=1, keepdims=True)
+    C = U @ U.T
+    want_cross = [C[0, 2], C[0, 3], C[1, 2], C[1, 3]]
+    assert np.allclose(np.sort(cross), np.sort(want_cross))
+    assert np.allclose(np.sort(same), np.sort([C[0, 1], C[2, 3]]))
+    assert stats["cross_max"] == pytest.approx(max(want_cross))
+    assert stats["sep"] == pytest.approx(
+        np.mean([C[0, 1], C[2, 3]]) - np.mean(want_cross)
+    )
+
+
+def test_appd_w7_rows_cluster_by_sign():
+    rng = np.random.default_rng(0)
+    plus, minus = rng.standard_normal(30), rng.standard_normal(30)
+    W7 = np.vstack(
+        [plus + 0.01 * rng.standard_normal(30) for _ in range(4)]
+        + [minus + 0.01 * rng.standard_normal(30) for _ in range(3)]
+    )
+    W8 = np.array([1, 2, 1, 3, -1, -2, -1.0])
+    rows = E._w7_rows(W7, W8)
+    assert np.all(rows["cos_own"] > 0.99)
+    assert np.all(rows["cos_own"] > rows["cos_other"])
+    assert np.allclose(rows["norm"], np.linalg.norm(W7, axis=1))
+    assert np.allclose(np.hypot(rows["x"], rows["y"]) <= rows["norm"] + 1e-9, True)
+
+
+def test_appd_load_refuses_missing_runs(tmp_path, monkeypatch):
+    frame = pd.DataFrame(
+        dict(
+            seed=[0],
+            init_scale=[0.05],
+            table=["along"],
+            epoch=[0],
+            layer=[""],
+            key=["loss"],
+            value=[0.7],
+            code_key=["old"],
+        )
+    )
+    path = tmp_path / "store.parquet"
+    frame.to_parquet(path)
+    monkeypatch.setattr(E, "APPD_STORE", path)
+    with pytest.raises(RuntimeError, match="not stored"):
+        E.appd_load([0, 1], scales=(0.05,))
+    stored = E.appd_load([0], scales=(0.05,))
+    assert stored.stale  # computed with other code than now
+    assert stored.table("along")["loss"].tolist() == [0.7]
+
+
+def test_closer_limit_rows_score_one():
+    ds = data.orthant_data(40, 4, seed=0)
+    rng = np.random.default_rng(1)
+    W1 = rng.standard_normal((6, 4))
+    L = E.closer_limit_rows(W1, ds.X, ds.y)
+    stats = P.first_layer_statistics(L, ds.X, ds.y)
+    assert stats["aligned"] == pytest.approx(1.0)
+    assert np.allclose(np.linalg.norm(L, axis=1), np.linalg.norm(W1, axis=1))

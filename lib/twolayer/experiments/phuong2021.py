@@ -8,6 +8,7 @@ reused) and returns what the page measures on them (:mod:`twolayer.theory.phuong
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -387,6 +388,18 @@ def appd_w7_spectra(
     }
 
 
+def closer_limit_rows(W1, X, y) -> np.ndarray:
+    """The first layer ``W1`` with each row moved to the closer of ``w±``
+    (:func:`~twolayer.theory.phuong2021.max_margin_directions` of ``X, y``),
+    keeping its norm: the layer at the limit Fig. 2g's statistic reads 1 on."""
+    from ..metrics import row_cosines
+
+    W1 = np.asarray(W1, float)
+    wp, wm = theory.max_margin_directions(X, y)
+    plus = row_cosines(W1, wp) >= row_cosines(W1, wm)
+    return theory.limit_network(W1, np.where(plus, 1.0, -1.0), wp, wm)
+
+
 def residual_first_layer(
     ends: dict[str, list], draws: list[Dataset], level: float
 ) -> dict[str, pd.DataFrame]:
@@ -400,3 +413,283 @@ def residual_first_layer(
         )
         for name, Ws in ends.items()
     }
+
+
+# -- App. D at the paper's training length: runs computed by a command, stored -------
+APPD_EPOCHS = 50  # App. D: "50 epochs"
+APPD_CHECKPOINTS = (0, 1, 2, 5, 10, 20, 30, 40, 50)  # epochs measured along each run
+APPD_ALL_LAYERS = (0, 50)  # epochs at which every layer is measured (Fig. 3)
+APPD_SCALES = (0.05, 1.0)  # FC init multipliers: the paper's, and the rival's
+APPD_SEEDS = tuple(range(5))
+APPD_RECIPE = dict(digits=(0, 1), channels=(16, 32), batch_size=128, lr=1e-3)
+APPD_BINS = np.linspace(-1.0, 1.0, 41)  # cosine histograms of Fig. 3
+APPD_STORE = (
+    Path(__file__).resolve().parents[3]
+    / "data"
+    / "sweeps"
+    / "phuong2021_appd_epochs.parquet"
+)
+
+
+def appd_images(digits: tuple[int, int] = (0, 1)) -> Dataset:
+    """Every training image of the two ``digits`` the book has: all 1,000 of the
+    embedded sample (its train and test parts together; 500 per digit), or the
+    full MNIST training split (12,665 for 0 and 1, App. D's data) when
+    ``$TWOLAYER_MNIST_DIR`` is set. Fixed: a seed varies the initialisation and
+    the batch order only."""
+    import os
+
+    parts = [data.mnist_pair(*digits, "train")]
+    if not os.environ.get(data.MNIST_ENV):
+        parts.append(data.mnist_pair(*digits, "test"))
+    X = np.concatenate([p.X for p in parts])
+    y = np.concatenate([p.y for p in parts])
+    return Dataset(X, y, parts[0].name, parts[0].provenance + "; every image")
+
+
+def _cos_stats(R, y) -> tuple[dict[str, float], np.ndarray, np.ndarray]:
+    """Cosine statistics of representation rows ``R``: quantiles, largest
+    cross-class cosine, mean same minus mean cross (the class separation), and
+    the cross- and same-class cosines themselves."""
+    U = theory._unit_rows(R)
+    C = U @ U.T
+    pos = y > 0
+    cross = C[np.ix_(pos, ~pos)].ravel()
+    iu = np.triu_indices(len(y), 1)
+    same = C[iu][np.equal.outer(y, y)[iu]]
+    qc, qs = np.quantile(cross, (0.05, 0.5, 0.95)), np.quantile(same, (0.05, 0.5, 0.95))
+    stats = dict(
+        cross_q05=qc[0],
+        cross_median=qc[1],
+        cross_q95=qc[2],
+        cross_max=cross.max(),
+        same_q05=qs[0],
+        same_median=qs[1],
+        same_q95=qs[2],
+        sep=same.mean() - cross.mean(),
+    )
+    return {k: float(v) for k, v in stats.items()}, cross, same
+
+
+def _w7_rows(W7, W8) -> dict[str, np.ndarray]:
+    """Fig. 4 per row of ``W7``: its norm, its coordinates on ``W7``'s top-2
+    right singular directions, the sign of its outer weight, and its cosine with
+    the mean row of its own sign group and of the other group."""
+    U, s, _ = np.linalg.svd(W7, full_matrices=False)
+    sign = np.where(W8 > 0, 1.0, -1.0)
+    N = theory._unit_rows(W7)
+    means = {
+        g: N[sign == g].mean(0) if (sign == g).any() else 0 * N[0] for g in (1, -1)
+    }
+    own = np.array([N[j] @ means[sign[j]] for j in range(len(sign))])
+    other = np.array([N[j] @ means[-sign[j]] for j in range(len(sign))])
+    norm_own = np.array([np.linalg.norm(means[g]) for g in sign])
+    norm_other = np.array([np.linalg.norm(means[-g]) for g in sign])
+    return dict(
+        norm=np.linalg.norm(W7, axis=1),
+        x=U[:, 0] * s[0],
+        y=U[:, 1] * s[1],
+        w8=np.asarray(W8, float),
+        cos_own=own / np.maximum(norm_own, 1e-300),
+        cos_other=other / np.maximum(norm_other, 1e-300),
+    )
+
+
+def appd_long_run(seed: int, init_scale: float) -> pd.DataFrame:
+    """App. D at the paper's length: :class:`~twolayer.models.ConvNet` (the book's
+    conv stack), FC weights × ``init_scale``, Adam (:data:`APPD_RECIPE`) for
+    :data:`APPD_EPOCHS` epochs over :func:`appd_images`. Returns a long table
+    (``table, epoch, layer, key, value``): ``along`` — at each of
+    :data:`APPD_CHECKPOINTS`, the loss, training errors, layer 7's cosine
+    statistics before (``layer="7pre"``) and after its ReLU (``"7"``), its unit
+    counts, how much its activation pattern changed since the previous checkpoint
+    (``pattern_prev``) and until the end (``pattern_end``), and ``W7``'s spectrum
+    (``beyond10``: share of ``‖W7‖_F²`` beyond the ten largest singular values;
+    ``nsig``: values above 10% of the largest); ``layers`` — every layer's cosine
+    statistics at :data:`APPD_ALL_LAYERS`; ``hist`` — their cross- and same-class
+    cosine histograms (:data:`APPD_BINS`); ``rows`` — :func:`_w7_rows` at the end;
+    ``sv`` — the top-20 singular values of ``W7`` at the end."""
+    import torch
+
+    from ..metrics import singular_values
+
+    train = appd_images(APPD_RECIPE["digits"])
+    net = models.ConvNet(APPD_RECIPE["channels"], fc_scale=init_scale, seed=seed)
+    per_epoch = -(-train.n // APPD_RECIPE["batch_size"])
+    traj = flows.adam(
+        net,
+        train,
+        lr=APPD_RECIPE["lr"],
+        epochs=APPD_EPOCHS,
+        batch_size=APPD_RECIPE["batch_size"],
+        seed=seed,
+        snapshot_steps=[e * per_epoch for e in APPD_CHECKPOINTS],
+    )
+    X, y = torch.tensor(train.X, dtype=torch.float32), train.y
+    rows, patterns = [], []
+
+    def put(table, epoch, layer, **values):
+        rows.extend(
+            dict(table=table, epoch=epoch, layer=layer, key=k, value=float(v))
+            for k, v in values.items()
+        )
+
+    for epoch, state in zip(APPD_CHECKPOINTS, traj.snapshots, strict=True):
+        model = flows.load_state(net, state).eval()
+        with torch.no_grad():
+            T = model.representations(X)
+            pre7 = model.fc7(T[6]).numpy().astype(float)
+            out = model.fc8(T[7]).squeeze(-1).numpy().astype(float)
+        post7 = T[7].numpy().astype(float)
+        patterns.append(post7 > 0)
+        loss = np.mean(np.logaddexp(0, -y * out))
+        put("along", epoch, "", loss=loss, errors=np.sum(y * out <= 0), n=train.n)
+        W7 = state["fc7.weight"].astype(float)
+        s = singular_values(W7)
+        put(
+            "along",
+            epoch,
+            "",
+            beyond10=theory.energy_beyond(W7, 10),
+            nsig=np.sum(s > 0.1 * s[0]),
+        )
+        for name, R in (("7", post7), ("7pre", pre7)):
+            put("along", epoch, name, **_cos_stats(R, y)[0])
+        put("along", epoch, "7", **theory.unit_counts(post7, y))
+        if epoch in APPD_ALL_LAYERS:
+            reps = [r.numpy().astype(float) for r in T] + [pre7]
+            for layer, R in zip([*map(str, range(8)), "7pre"], reps):
+                stats, cross, same = _cos_stats(R, y)
+                put("layers", epoch, layer, **stats)
+                for kind, v in (("cross", cross), ("same", same)):
+                    counts = np.histogram(v, APPD_BINS)[0]
+                    put(
+                        "hist",
+                        epoch,
+                        layer,
+                        **{f"{kind}_{i}": c for i, c in enumerate(counts)},
+                    )
+    for i, epoch in enumerate(APPD_CHECKPOINTS):
+        put(
+            "along",
+            epoch,
+            "7",
+            pattern_prev=np.mean(patterns[i] != patterns[max(i - 1, 0)]),
+            pattern_end=np.mean(patterns[i] != patterns[-1]),
+        )
+    last = traj.snapshots[-1]
+    W7, W8 = last["fc7.weight"].astype(float), last["fc8.weight"].astype(float).ravel()
+    per_row = {**_w7_rows(W7, W8), "live": patterns[-1].any(0)}
+    for j in range(len(W8)):
+        put("rows", APPD_EPOCHS, str(j), **{k: v[j] for k, v in per_row.items()})
+    put(
+        "sv",
+        APPD_EPOCHS,
+        "",
+        **{f"s{i}": v for i, v in enumerate(singular_values(W7)[:20])},
+    )
+    frame = pd.DataFrame(rows)
+    frame.insert(0, "init_scale", float(init_scale))
+    frame.insert(0, "seed", int(seed))
+    return frame
+
+
+def appd_code_key() -> str:
+    """What the stored App. D runs were computed with (12 hex digits): the files
+    that build the data, the network and the Adam run, the code
+    :func:`appd_long_run` calls (:func:`twolayer.regimes.source_closure`) and the
+    settings, as syntax trees (:mod:`twolayer.codekey`), and the data's
+    :func:`~twolayer.data.fingerprint`."""
+    import hashlib
+
+    from ..codekey import canonical
+    from ..regimes import source_closure
+
+    lib = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for rel in ("data.py", "models.py", "flows/steps.py", "flows/trajectory.py"):
+        h.update(canonical((lib / rel).read_text()))
+    h.update(repr(source_closure([appd_long_run])).encode())
+    settings = (APPD_EPOCHS, APPD_CHECKPOINTS, APPD_ALL_LAYERS, APPD_RECIPE)
+    h.update(repr((*settings, APPD_BINS.tolist())).encode())
+    h.update(data.fingerprint().encode())
+    return h.hexdigest()[:12]
+
+
+def appd_store(seeds=APPD_SEEDS, scales=APPD_SCALES, scratch: Path | None = None):
+    """Compute the missing (seed, init scale) runs of :func:`appd_long_run` and
+    store them all in :data:`APPD_STORE` with their :func:`appd_code_key`. Each
+    finished run is kept in ``scratch`` (default ``data/cache/phuong2021_appd``)
+    until the store is written, so an interrupted command resumes."""
+    import time
+
+    key = appd_code_key()
+    scratch = Path(scratch or APPD_STORE.parents[1] / "cache" / "phuong2021_appd")
+    scratch.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for seed in seeds:
+        for scale in scales:
+            part = scratch / f"{key}_{seed}_{scale:g}.parquet"
+            if not part.exists():
+                start = time.time()
+                appd_long_run(seed, scale).to_parquet(part)
+                print(
+                    f"seed {seed}, x{scale:g}: {time.time() - start:.0f} s", flush=True
+                )
+            frames.append(pd.read_parquet(part))
+    frame = pd.concat(frames, ignore_index=True)
+    frame["code_key"] = key
+    frame.to_parquet(APPD_STORE, index=False)
+    return frame
+
+
+@dataclass
+class AppdStored:
+    """The stored App. D runs (:func:`appd_load`)."""
+
+    frame: pd.DataFrame
+    stale: bool
+    key: str
+
+    def table(self, table: str, **match) -> pd.DataFrame:
+        """Rows of one ``table`` matching ``match`` (column = value), pivoted to one
+        column per ``key``."""
+        f = self.frame[self.frame["table"] == table]
+        for col, value in match.items():
+            f = f[f[col] == value]
+        return f.pivot_table(
+            index=["init_scale", "seed", "epoch", "layer"],
+            columns="key",
+            values="value",
+        ).reset_index()
+
+
+def appd_load(seeds, scales=APPD_SCALES) -> AppdStored:
+    """The stored runs of ``seeds`` at ``scales`` (:data:`APPD_STORE`), and whether
+    they are stale (computed with other code or data than now). Raises if a run
+    is missing: compute it with ``python -m twolayer.experiments.phuong2021``."""
+    frame = pd.read_parquet(APPD_STORE)
+    want = {(int(s), float(c)) for s in seeds for c in scales}
+    have = set(zip(frame["seed"], frame["init_scale"]))
+    if want - have:
+        raise RuntimeError(
+            f"runs {sorted(want - have)} are not stored: python -m "
+            "twolayer.experiments.phuong2021 --seeds ..."
+        )
+    frame = frame[[(s, c) in want for s, c in zip(frame["seed"], frame["init_scale"])]]
+    key = appd_code_key()
+    return AppdStored(frame, bool((frame["code_key"] != key).any()), key)
+
+
+def _main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=appd_store.__doc__)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(APPD_SEEDS))
+    parser.add_argument("--scales", type=float, nargs="+", default=list(APPD_SCALES))
+    args = parser.parse_args(argv)
+    appd_store(args.seeds, args.scales)
+
+
+if __name__ == "__main__":
+    _main()

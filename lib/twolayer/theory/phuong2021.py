@@ -266,6 +266,32 @@ def closer_to_limit(W, a, w_plus, w_minus, x_plus, x_minus) -> np.ndarray:
     return to_limit > to_early
 
 
+def relative_progress(statistic, early_level) -> np.ndarray:
+    """Where a cosine statistic stands between the early phase and Theorem 1's
+    limit: ``(statistic − early_level) / (1 − early_level)``, 0 for a network
+    whose neurons sit at ``x̂±`` (``early_level = cos(x̂±, w±)``), 1 for one at
+    the limit ``w±`` (cosine 1). Element-wise; ``early_level`` must be < 1."""
+    stat = np.asarray(statistic, float)
+    early = np.asarray(early_level, float)
+    if np.any(early >= 1):
+        raise ValueError(f"early_level must be < 1, got {early.max()!r}")
+    return (stat - early) / (1 - early)
+
+
+def limit_network(W, a, w_plus, w_minus) -> np.ndarray:
+    """Theorem 1's limit of the network ``(W, a)``: each row ``w_j`` replaced by
+    ``‖w_j‖ w±/‖w±‖`` (``w+`` if ``a_j > 0``, ``w−`` otherwise), eq. (8) with
+    the neuron's own norm."""
+    W = as_matrix(W, "W")
+    a = as_vector(a, "a", W.shape[0])
+    dirs = np.where(
+        (a > 0)[:, None],
+        np.asarray(w_plus, float) / np.linalg.norm(w_plus),
+        np.asarray(w_minus, float) / np.linalg.norm(w_minus),
+    )
+    return np.linalg.norm(W, axis=1, keepdims=True) * dirs
+
+
 def limit_normalized_margin(w_plus, w_minus) -> float:
     """Normalised margin ``min_i y_i f(x_i)/‖θ‖²`` of Lemma C.1's limit:
     ``1/(2(‖w+‖ + ‖w−‖))`` (``‖u‖² = 1/‖w+‖``, ``‖z‖² = 1/‖w−‖``, min margin 1)."""
