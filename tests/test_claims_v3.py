@@ -176,9 +176,7 @@ def test_a_claim_in_decades_falls_by_its_slope(tmp_path):
 def test_an_identity_or_assumption_cannot_be_a_limit_claim(tmp_path):
     text = LIMIT.replace("synthesis.lyu_thm43.gap", "synthesis.lyu_thm43.sep")
     with pytest.raises(ValueError, match="not an assumption"):
-        ledger(tmp_path, text).assumption(
-            id="lyu_thm43.sep", measured=1.0, deterministic=""
-        )
+        ledger(tmp_path, text).assumption(id="lyu_thm43.sep", measured=1.0)
 
 
 # -- quantifier ------------------------------------------------------------------------

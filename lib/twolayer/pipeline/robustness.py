@@ -327,7 +327,12 @@ def refresh_heldout(paths: Paths, page: str, claims_json: Path) -> bool:
 
     payload = json.loads(claims_json.read_text())
     before = json.dumps(payload, sort_keys=True)
-    claims_mod.with_heldout(payload, heldout_record(paths, page))
+    try:
+        records = heldout_record(paths, page)
+    except (OSError, ValueError, KeyError) as exc:  # the build goes on; say why
+        print(f"  {page}: held-out record not read ({type(exc).__name__}: {exc})")
+        records = None
+    claims_mod.with_heldout(payload, records)
     if json.dumps(payload, sort_keys=True) == before:
         return False
     tmp = claims_json.with_name(claims_json.name + ".heldout.tmp")
