@@ -227,3 +227,12 @@ def test_the_page_lists_every_miss_first_with_its_record_and_history(root):
     )
     assert "lem52.other" not in weak
     assert "Fresh blocks" in text and "Data draws" in text
+
+
+def test_every_seeded_page_gets_at_least_three_blocks_mnist_one(root):
+    paths = Paths(root)
+    nb = root / "book" / "lyu2021" / "phase1.ipynb"
+    nb.write_text(nb.read_text().replace("n_seeds: int = 5", "n_seeds: int = 10", 1))
+    assert robustness.seed_values(paths, PAGE) == [1000, 1010, 1020]
+    assert robustness.seed_values(paths, PAGE, first=7) == [7, 17, 27]
+    assert robustness.seed_values(paths, "phuong2021/appd_mnist") == [1000]
