@@ -407,6 +407,7 @@ def claim_table(df, paths: Paths | None = None):
                     seeds=rec.get("seeds", seeds),
                     data_draws=rec.get("data_draws"),
                     misses=rec.get("misses", []),
+                    pooled=rec.get("pooled_frequency"),
                     block_seeds=rec.get("block_seeds", []),
                     changed=h.get("changed"),
                     chosen_on=h.get("chosen_on"),
@@ -514,6 +515,9 @@ def _row(r) -> str:
     misses = list(getattr(r, "misses", []) or [])
     if misses:
         held += f"; misses block(s) {', '.join(str(m) for m in misses)}"
+    pooled = getattr(r, "pooled", None)
+    if pooled is not None and not (isinstance(pooled, float) and math.isnan(pooled)):
+        held += f"; pooled frequency {_num(pooled)}"
     rival = (
         f"{r.rival}: [{_num(r.rival_lo)}, {_num(r.rival_hi)}]"
         if isinstance(r.rival, str)
