@@ -236,3 +236,24 @@ def test_every_seeded_page_gets_at_least_three_blocks_mnist_one(root):
     assert robustness.seed_values(paths, PAGE) == [1000, 1010, 1020]
     assert robustness.seed_values(paths, PAGE, first=7) == [7, 17, 27]
     assert robustness.seed_values(paths, "phuong2021/appd_mnist") == [1000]
+
+
+def test_old_and_new_sweeps_concatenated_keep_unknown_draws_unknown():
+    import pandas as pd
+
+    ok = [_claim("lyu2021.x.a", 1e-6, "holds")]
+    new = _table([{"seed": 5}, {"seed": 10}], [ok, ok])
+    old = new.drop(columns=["data", "data_seed"]).assign(page="lyu2021/other")
+    both = pd.concat([new, old], ignore_index=True)
+    assert (
+        robustness.heldout_from_table(both[both.page == PAGE])["lyu2021.x.a"][
+            "data_draws"
+        ]
+        == 2
+    )
+    assert (
+        robustness.heldout_from_table(both[both.page == "lyu2021/other"])[
+            "lyu2021.x.a"
+        ]["data_draws"]
+        is None
+    )

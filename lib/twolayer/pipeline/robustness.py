@@ -243,8 +243,8 @@ def heldout_from_table(df, mode: str = "block", stale: bool = False) -> dict:
         block_draws = 1
     elif "data_seed" not in df.columns:
         block_draws = None  # stored before sweeps recorded their data draws
-    else:
-        block_draws = len(set(draws_of.values()))
+    else:  # none recorded (a sweep stored before, concatenated with newer ones)
+        block_draws = len(set(draws_of.values())) or None
     claims: dict[str, list[dict]] = {}
     for r in rows:
         if isinstance(r.get("claim"), str):
