@@ -22,7 +22,9 @@ def tiny():
 
 
 def _flat(state):
-    return np.concatenate([np.ravel(state[k]) for k in sorted(state)])
+    """The parameters of a snapshot (not its ``log10_t`` label)."""
+    keys = sorted(k for k in state if k not in F.trajectory.SNAPSHOT_LABELS)
+    return np.concatenate([np.ravel(state[k]) for k in keys])
 
 
 def test_agrees_with_small_step_gd(tiny):

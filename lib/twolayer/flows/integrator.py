@@ -16,6 +16,14 @@ from tqdm import tqdm
 from ..data import Dataset
 from ..models import two_layer_output
 from ..validation import positive
+from .logtime import (
+    LATE_FROM,
+    LATE_METHODS,
+    LateField,
+    late_flow,
+    log1p_to_log10,
+    log10_to_log1p,
+)
 from .memo import remembered
 from .steps import REDUCTIONS, live_columns, model_state
 from .trajectory import DivergenceError, Trajectory
@@ -288,25 +296,132 @@ def log_time_grid(t_max: float, n: int, t_min: float | None = None) -> np.ndarra
     )
 
 
+def _power10(x: float) -> float:
+    """``10^x``, ``inf`` beyond float64's range."""
+    return 10.0**x if x < 308.0 else math.inf
+
+
+def _number(value, name: str) -> float:
+    """``value`` as a float; a one-line ValueError naming ``name`` otherwise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    v = float(value)
+    if math.isnan(v):
+        raise ValueError(f"{name} must be a number, got NaN")
+    return v
+
+
+def _horizon(t_max, log10_t_max) -> tuple[float | None, float]:
+    """The validated horizon: ``(t_max or None, log10 t_max)``."""
+    if t_max is None and log10_t_max is None:
+        raise ValueError("gradient_flow needs a horizon: give t_max or log10_t_max")
+    if t_max is not None and log10_t_max is not None:
+        raise ValueError(
+            "give exactly one of t_max and log10_t_max, got both "
+            f"(t_max={t_max!r}, log10_t_max={log10_t_max!r})"
+        )
+    if t_max is not None:
+        v = _number(t_max, "t_max")
+        if not (v > 0 and math.isfinite(v)):
+            raise ValueError(
+                f"t_max must be a finite flow time > 0, got {t_max!r} "
+                "(horizons beyond 1e308: log10_t_max)"
+            )
+        return v, math.log10(v)
+    v = _number(log10_t_max, "log10_t_max")
+    if not (v >= 0 and math.isfinite(v)):
+        raise ValueError(
+            f"log10_t_max must be finite and >= 0 (t >= 1), got {log10_t_max!r}"
+        )
+    return None, v
+
+
+def _snapshot_grid(
+    t_max: float | None,
+    log10_max: float,
+    n_snapshots: int,
+    snapshot_times,
+    snapshot_log10_times,
+    t_min,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The snapshot targets as ``(log(1+t), log10 t)``, both increasing."""
+    if snapshot_times is not None and snapshot_log10_times is not None:
+        raise ValueError("give snapshot_times or snapshot_log10_times, not both")
+    if snapshot_log10_times is not None:
+        try:
+            x = np.unique(np.asarray(list(snapshot_log10_times), dtype=float))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                "snapshot_log10_times must be numbers (log10 of flow times)"
+            ) from exc
+        if x.size == 0 or np.isnan(x).any() or np.isposinf(x).any():
+            raise ValueError(
+                "snapshot_log10_times must be non-empty, not NaN, not +inf "
+                "(-inf is t = 0)"
+            )
+        if x[-1] > log10_max * (1 + 1e-15):
+            raise ValueError(
+                f"snapshot_log10_times go beyond the horizon log10 t = {log10_max:g}"
+            )
+        return log10_to_log1p(x), x
+    if t_max is not None or snapshot_times is not None:
+        if snapshot_times is None:
+            grid = log_time_grid(t_max, n_snapshots, t_min)
+        else:
+            grid = np.unique(np.asarray(list(snapshot_times), dtype=float))
+            if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[0] < 0:
+                raise ValueError(
+                    "snapshot_times must be finite, non-negative flow times"
+                )
+            if t_max is not None and grid[-1] > t_max:
+                raise ValueError(f"snapshot_times go beyond t_max={t_max:g}")
+            if t_max is None and np.log10(grid[-1]) > log10_max:
+                raise ValueError(f"snapshot_times go beyond log10_t_max={log10_max:g}")
+        with np.errstate(divide="ignore"):
+            return np.log1p(grid), np.log10(grid)
+    # log10_t_max with the default grid: t = 0, then n − 1 points evenly spaced in
+    # log10 t from log10 t_min (default min(-2, log10_t_max))
+    if int(n_snapshots) != n_snapshots or n_snapshots < 2:
+        raise ValueError(f"n_snapshots must be an integer >= 2, got {n_snapshots!r}")
+    lo = (
+        min(-2.0, log10_max)
+        if t_min is None
+        else math.log10(positive(_number(t_min, "t_min"), "t_min"))
+    )
+    if lo > log10_max:
+        raise ValueError(f"t_min={t_min:g} must be <= 10^log10_t_max")
+    x = np.concatenate(
+        [[-np.inf], np.linspace(lo, log10_max, int(n_snapshots) - 1)]
+        if n_snapshots > 2
+        else [[-np.inf], [log10_max]]
+    )
+    return log10_to_log1p(x), x
+
+
 @remembered(moves_model=False)
 def gradient_flow(
     model: nn.Module,
     data: Dataset,
-    t_max: float,
+    t_max: float | None = None,
     *,
+    log10_t_max: float | None = None,
     rtol: float = 1e-6,
     atol: float = 1e-9,
     n_snapshots: int = 60,
     snapshot_times: Iterable[float] | None = None,
+    snapshot_log10_times: Iterable[float] | None = None,
     t_min: float | None = None,
     callbacks: Mapping[str, Callable[[nn.Module], Any]] | None = None,
     reduction: str = "mean",
     method: str = "RK23",
+    late_method: str = "Radau",
     max_steps: int = 1_000_000,
     progress: bool = False,
 ) -> Trajectory:
     """Integrate gradient flow ``dθ/dt = −∇L(θ)`` of the logistic loss up to flow time
-    ``t_max``.
+    ``t_max``, or to ``t = 10^log10_t_max`` (any horizon, e.g. ``log10_t_max=1e6``).
 
     The flow of an L-homogeneous model (two-layer nets: L = 2; with a fixed
     second layer, L = 1 in the trained layer) is integrated in the coordinates
@@ -318,6 +433,12 @@ def gradient_flow(
     Thm 4.3, Sarussi et al. Thm 6.1, Min et al. Thm 1) live — is reached in a
     few hundred to a few thousand steps. The model is not modified.
 
+    With ``log10_t_max`` the run continues, once the loss is below
+    ``e^{-20}`` (:data:`~twolayer.flows.logtime.LATE_FROM`), in the log-time clock
+    ``λ = −log L`` of :mod:`twolayer.flows.logtime` (``θ`` Cartesian, ``log(1+t) −
+    λ`` carried as a state, an implicit/stiff solver ``late_method``): ``t`` is
+    never formed, and ``t = 10^(10^6)`` takes seconds on the books' small nets.
+
     Parameters
     ----------
     model
@@ -326,14 +447,23 @@ def gradient_flow(
     data
         The training set.
     t_max
-        Final flow time (may be astronomically large, e.g. ``1e30``).
+        Final flow time (may be astronomically large, e.g. ``1e300``); integrated
+        exactly as before ``log10_t_max`` existed.
+    log10_t_max
+        Instead of ``t_max``: ``log10`` of the final flow time (finite, ``>= 0``).
+        Exactly one of ``t_max`` and ``log10_t_max``.
     rtol, atol
-        Local error tolerances of the integrator on ``(φ, s, log(1+t))``.
+        Local error tolerances of the integrator on ``(φ, s, log(1+t))`` (late
+        phase: on ``(θ, log(1+t) − λ)``).
     n_snapshots
         Number of snapshots on the default grid (0, then log-spaced from
-        ``t_min`` (default ``min(1e-2, t_max)``) to ``t_max``).
+        ``t_min`` (default ``min(1e-2, t_max)``) to ``t_max``; with
+        ``log10_t_max``: evenly spaced in ``log10 t`` from ``log10 t_min`` to it).
     snapshot_times
         Explicit flow times to snapshot at (e.g. a GD run's ``times``), instead.
+    snapshot_log10_times
+        Explicit ``log10`` flow times to snapshot at (``-inf`` is ``t = 0``),
+        instead; e.g. ``[300, 1000, 1e4, 1e5, 1e6]`` for a limit's trend.
     callbacks
         ``name -> fn(model)`` evaluated at every snapshot (on a copy of ``model``
         holding the snapshot parameters).
@@ -342,6 +472,11 @@ def gradient_flow(
     method
         scipy Runge–Kutta pair; the low-order ``"RK23"`` (default) copes best
         with the kinks of ReLU (the field is only piecewise smooth).
+    late_method
+        With ``log10_t_max``: the late phase's implicit solver, ``"Radau"``
+        (default; the only one of the three that keeps long steps through
+        ``log10 t ≈ 10^4 … 10^6`` on the books' two-neuron flows), ``"LSODA"`` or
+        ``"BDF"``.
     max_steps
         Safety cap on integrator steps (error when exceeded).
     progress
@@ -350,19 +485,30 @@ def gradient_flow(
     Returns
     -------
     Trajectory
-        ``times`` are flow times (``inf`` beyond float64's range, see
-        ``records["log1p_time"]``), ``steps`` the integrator steps taken,
-        ``loss`` the loss (may underflow to 0; ``records["log_loss"]`` does not),
-        ``records["log_scale"]`` the ``s = log‖θ‖`` of each snapshot.
+        ``times`` are flow times (``inf`` beyond float64's range),
+        ``log10_times`` (``records["log10_t"]``, also the key ``"log10_t"`` of
+        every snapshot) their ``log10`` (``-inf`` at ``t = 0``), ``steps`` the
+        integrator steps taken, ``loss`` the loss (may underflow to 0;
+        ``records["log_loss"]`` does not), ``records["log1p_time"]`` the
+        ``log(1+t)`` and ``records["log_scale"]`` the ``s = log‖θ‖`` of each
+        snapshot. With ``log10_t_max``, ``config`` also holds ``late_steps``,
+        ``late_from_log10_t`` (where the late phase began; ``None``: not reached)
+        and ``clock_drift`` (the largest ``|−log L(θ) − λ|`` at a snapshot: the
+        uncertainty of a late snapshot's ``log t``).
 
     Raises
     ------
+    ValueError
+        Bad arguments (both or neither horizon, negative, NaN, ...), before any
+        work; the message names the argument.
     DivergenceError
         If the vector field becomes NaN/inf or the step size collapses; the
         message names the step and the step size.
     """
     from scipy import integrate
 
+    t_max, log10_max = _horizon(t_max, log10_t_max)
+    logtime = log10_t_max is not None
     if reduction not in REDUCTIONS:
         raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
     if not isinstance(data, Dataset):
@@ -376,17 +522,16 @@ def gradient_flow(
     }
     if method not in methods:
         raise ValueError(f"method must be one of {sorted(methods)}, got {method!r}")
+    if late_method not in LATE_METHODS:
+        raise ValueError(
+            f"late_method must be one of {list(LATE_METHODS)}, got {late_method!r}"
+        )
     rtol, atol = positive(rtol, "rtol"), positive(atol, "atol")
-    t_max = positive(t_max, "t_max")
-    if snapshot_times is None:
-        grid = log_time_grid(t_max, n_snapshots, t_min)
-    else:
-        grid = np.unique(np.asarray(list(snapshot_times), dtype=float))
-        if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[0] < 0:
-            raise ValueError("snapshot_times must be finite, non-negative flow times")
-        if grid[-1] > t_max:
-            raise ValueError(f"snapshot_times go beyond t_max={t_max:g}")
-    targets = np.log1p(grid)
+    if int(max_steps) != max_steps or max_steps < 1:
+        raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
+    targets, labels = _snapshot_grid(
+        t_max, log10_max, n_snapshots, snapshot_times, snapshot_log10_times, t_min
+    )
 
     oracle = MarginOracle(model, data)
     field_ = FlowField(oracle, reduction)
@@ -402,6 +547,18 @@ def gradient_flow(
     )
     callbacks = dict(callbacks or {})
     probe = copy.deepcopy(model)
+    config = dict(
+        optimizer="gradient_flow",
+        method=method,
+        rtol=rtol,
+        atol=atol,
+        t_max=t_max if t_max is not None else _power10(log10_max),
+        reduction=reduction,
+        homogeneity=L,
+        n=data.n,
+    )
+    if logtime:
+        config.update(log10_t_max=log10_max, late_method=late_method)
     traj = Trajectory(
         np.empty(0, int),
         np.empty(0),
@@ -411,40 +568,44 @@ def gradient_flow(
             "log_loss": [],
             "log1p_time": [],
             "log_scale": [],
+            "log10_t": [],
             **{k: [] for k in callbacks},
         },
-        config=dict(
-            optimizer="gradient_flow",
-            method=method,
-            rtol=rtol,
-            atol=atol,
-            t_max=t_max,
-            reduction=reduction,
-            homogeneity=L,
-            n=data.n,
-        ),
+        config=config,
     )
     steps_at, times, losses = [], [], []
+    named = dict(probe.named_parameters())
 
-    def snapshot(st: np.ndarray, step: int) -> None:
-        theta, lt = field_.theta(st), float(st[P + 1])
+    def snapshot_theta(theta: np.ndarray, lt: float, step: int) -> None:
+        label = float(labels[len(traj.snapshots)])
         s = float(np.log(np.linalg.norm(theta)))
         params = oracle.unflatten(theta)
         with torch.no_grad():
             for k, v in params.items():
-                dict(probe.named_parameters())[k].copy_(torch.as_tensor(v))
+                named[k].copy_(torch.as_tensor(v))
         Q = oracle.margins(theta)
         log_loss = _log_logistic_loss(Q, reduction)
-        traj.snapshots.append(model_state(probe))
+        snap = model_state(probe)
+        snap["log10_t"] = label
+        traj.snapshots.append(snap)
         for name, fn in callbacks.items():
             traj.records[name].append(fn(probe))
         traj.records["log_loss"].append(log_loss)
         traj.records["log1p_time"].append(lt)
         traj.records["log_scale"].append(s)
+        traj.records["log10_t"].append(label)
         steps_at.append(step)
         with np.errstate(over="ignore"):
             times.append(float(np.expm1(lt)))
         losses.append(float(np.exp(log_loss)))
+
+    def snapshot(st: np.ndarray, step: int) -> None:
+        snapshot_theta(field_.theta(st), float(st[P + 1]), step)
+
+    def late(st: np.ndarray) -> bool:
+        return -_log_logistic_loss(oracle.margins(field_.theta(st)), reduction) >= (
+            LATE_FROM
+        )
 
     try:  # BLAS threads follow torch's setting (configure_threads); 2 cores are shared
         from threadpoolctl import threadpool_limits
@@ -454,8 +615,9 @@ def gradient_flow(
         import contextlib
 
         limits = contextlib.nullcontext()
+    start = time.perf_counter()
     with limits:
-        steps = _integrate(
+        steps, st, k = _integrate(
             solver_cls=methods[method],
             field_=field_,
             state=state,
@@ -466,7 +628,43 @@ def gradient_flow(
             max_steps=max_steps,
             progress=progress,
             traj=traj,
+            stop=late if logtime else None,
         )
+        if logtime:
+            late_steps, drift, from_ = 0, 0.0, None
+            if st is not None:
+                lt = float(st[P + 1])
+                from_ = float(log1p_to_log10(lt))
+                lfield = LateField(oracle)
+                bar = tqdm(
+                    total=float(targets[-1]),
+                    initial=min(lt, float(targets[-1])),
+                    disable=not progress,
+                    desc="gradient flow (late)",
+                    unit="log t",
+                    mininterval=1.0,
+                )
+                late_steps, drift = late_flow(
+                    lfield,
+                    field_.theta(st),
+                    lt,
+                    reduction,
+                    targets[k:],
+                    snapshot_theta,
+                    late_method,
+                    rtol,
+                    atol,
+                    max_steps,
+                    steps,
+                    bar=bar,
+                )
+                bar.close()
+                field_.evals += lfield.evals
+            steps += late_steps
+            traj.config.update(
+                late_steps=late_steps, late_from_log10_t=from_, clock_drift=drift
+            )
+    traj.wall_time = time.perf_counter() - start
     traj.steps, traj.times, traj.loss = (
         np.array(steps_at),
         np.array(times),
@@ -489,8 +687,12 @@ def _integrate(
     max_steps: int,
     progress: bool,
     traj: Trajectory,
-) -> int:
-    """The stepping loop of :func:`gradient_flow`; returns the number of steps."""
+    stop: Callable[[np.ndarray], bool] | None = None,
+) -> tuple[int, np.ndarray | None, int]:
+    """The stepping loop of :func:`gradient_flow`; returns the number of steps,
+    and, if ``stop(state)`` became true at the end of a step before the last
+    target, that state and the index of the first target not yet snapshotted
+    (else ``None`` and ``len(targets)``)."""
     P = field_.P
     start = time.perf_counter()
     k = 0
@@ -552,9 +754,12 @@ def _integrate(
             if hasattr(solver, "f"):
                 solver.f[:P] /= r
         bar.update(float(min(solver.y[P + 1], targets[-1])) - bar.n)
+        if stop is not None and k < len(targets) and stop(solver.y):
+            bar.close()
+            return steps, solver.y.copy(), k
     bar.close()
     traj.wall_time = time.perf_counter() - start
-    return steps
+    return steps, None, k
 
 
 def _crossing(dense, t0: float, t1: float, index: int, target: float) -> float:

@@ -41,6 +41,7 @@ RUN_CACHE_ENV = "TWOLAYER_RUN_CACHE"
 _CODE = (
     "flows/__init__.py",
     "flows/integrator.py",
+    "flows/logtime.py",
     "flows/memo.py",
     "flows/steps.py",
     "flows/trajectory.py",

@@ -689,5 +689,9 @@ def adam(
 def load_state(model: nn.Module, state: dict[str, np.ndarray]) -> nn.Module:
     """A copy of ``model`` holding the parameters of a snapshot."""
     clone = copy.deepcopy(model)
-    clone.load_state_dict({k: torch.as_tensor(v) for k, v in state.items()})
+    from .trajectory import SNAPSHOT_LABELS
+
+    clone.load_state_dict(
+        {k: torch.as_tensor(v) for k, v in state.items() if k not in SNAPSHOT_LABELS}
+    )
     return clone

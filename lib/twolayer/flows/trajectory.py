@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+SNAPSHOT_LABELS = ("log10_t",)
+"""Snapshot keys that label a snapshot and are not parameters of the model."""
+
 
 class DivergenceError(FloatingPointError):
     """The loss became NaN or infinite: the run is stopped, not plotted."""
@@ -46,6 +49,15 @@ class Trajectory:
     config: dict = field(default_factory=dict)
 
     @property
+    def log10_times(self) -> np.ndarray:
+        """``log10`` of each snapshot's flow time (``-inf`` at ``t = 0``); exact for
+        :func:`~twolayer.flows.gradient_flow` runs beyond float64's range."""
+        if "log10_t" in self.records:
+            return np.asarray(self.records["log10_t"], float)
+        with np.errstate(divide="ignore"):
+            return np.log10(np.asarray(self.times, float))
+
+    @property
     def final(self) -> dict[str, np.ndarray]:
         """Parameters at the last snapshot."""
         return self.snapshots[-1]
@@ -73,8 +85,9 @@ def trajectory_distance(
         raise ValueError("a and b must have snapshots at the same flow times")
     out = []
     for sa, sb in zip(a.snapshots, b.snapshots):
-        da = np.concatenate([np.ravel(sa[k]) for k in sorted(sa)])
-        db = np.concatenate([np.ravel(sb[k]) for k in sorted(sb)])
+        keys = sorted(k for k in sa if k not in SNAPSHOT_LABELS)
+        da = np.concatenate([np.ravel(sa[k]) for k in keys])
+        db = np.concatenate([np.ravel(sb[k]) for k in keys])
         diff = np.linalg.norm(da - db)
         out.append(diff / np.linalg.norm(db) if relative else diff)
     return np.array(out)
