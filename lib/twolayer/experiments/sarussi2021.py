@@ -249,6 +249,27 @@ def outlier_data(
     return base, out
 
 
+DRAW_STRIDE = 1_000_000  # seed offset between the attempts of one data draw
+
+
+def separable_outlier_data(
+    n: int, mean: float, outlier, seed: int, tries: int = 20
+) -> tuple[data.Dataset, data.Dataset]:
+    """:func:`outlier_data` of the first draw ``seed + j·DRAW_STRIDE`` (j = 0, 1,
+    ...) that is linearly separable through the origin with the outlier: App. J's
+    setting assumes separable data (Thm 4.1), and about one Gaussian draw in ten
+    puts a negative point on the outlier's side. A rule on the data alone,
+    applied before any training; distinct seeds never share a draw."""
+    for j in range(int(tries)):
+        try:
+            return outlier_data(n, mean, outlier, int(seed) + j * DRAW_STRIDE)
+        except margins.NotSeparableError:
+            continue
+    raise margins.NotSeparableError(
+        f"no separable draw with the outlier in {tries} attempts from seed {seed}"
+    )
+
+
 def _agreement_runs(ds, outlier, cases, lr, steps, n_snapshots, k, alpha, margin):
     """Full-batch GD of the fixed-second-layer nets ``cases = [(init_scale,
     seed), ...]`` on ``ds``, stepped at once, ``n_snapshots`` log-spaced
@@ -266,6 +287,17 @@ def _agreement_runs(ds, outlier, cases, lr, steps, n_snapshots, k, alpha, margin
         h = theory.regime_history(W, tr.steps, ds.X, ds.y, alpha, margin)
         runs.append((pd.DataFrame(h), W, theory.agreement_run(h, W[0], W[-1], outlier)))
     return runs
+
+
+def _fig9_outcomes(table: pd.DataFrame) -> pd.DataFrame:
+    """The yes/no (1/0) outcomes of Fig 9 from the
+    :func:`~twolayer.theory.sarussi2021.agreement_run` columns of ``table``."""
+    table["passes_nar_not_par"] = (table.nar_not_par_snaps >= 1).astype(int)
+    table["never_nar_not_par"] = (table.nar_not_par_snaps == 0).astype(int)
+    table["w_split"] = (table.split_w_fit >= 1).astype(int)
+    table["off_par_end"] = (table.w_off_par >= 1).astype(int)
+    table["not_nar_end"] = (~table.in_nar).astype(int)
+    return table
 
 
 def fig9_runs(
@@ -313,12 +345,7 @@ def fig9_runs(
         for (name, s), (h, W, summary) in zip(cases, runs):
             hists[(lr, name, with_xo, s)] = (h, W)
             rows.append(dict(lr=lr, init=name, outlier=with_xo, seed=s, **summary))
-    table = pd.DataFrame(rows)
-    table["passes_nar_not_par"] = (table.nar_not_par_snaps >= 1).astype(int)
-    table["never_nar_not_par"] = (table.nar_not_par_snaps == 0).astype(int)
-    table["w_split"] = (table.split_w_fit >= 1).astype(int)
-    table["off_par_end"] = (table.w_off_par >= 1).astype(int)
-    table["not_nar_end"] = (~table.in_nar).astype(int)
+    table = _fig9_outcomes(pd.DataFrame(rows))
     return table, hists
 
 
@@ -351,6 +378,91 @@ def fig9_all_in_par(
     }
 
 
+def fig9_draws(
+    n: int,
+    mean: float,
+    outlier,
+    seeds: list[int] | range,
+    settings: list[tuple[str, float, float, bool]],
+    k: int,
+    alpha: float,
+    steps: int,
+    n_snapshots: int,
+    margin: float = 0.0,
+) -> tuple[pd.DataFrame, dict, dict]:
+    """Fig 9 (App. J) over data draws: for every seed ``s`` the data draw ``s``
+    (:func:`outlier_data` with ``n``, ``mean``, ``outlier``) and the init seed
+    ``s``, every setting ``(init name, init scale, step, rival)`` of
+    ``settings`` run by full-batch GD for ``steps`` steps (``n_snapshots``
+    log-spaced snapshots) on the set with the outlier and, if ``rival``, on the
+    same draw without it (all runs stepped at once,
+    :func:`~twolayer.theory.sarussi2021.gd_batch`). Votes at relative margin
+    ``margin``.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+        One row per run as :func:`fig9_runs` (``lr``, ``init``, ``outlier``,
+        ``seed``, the :func:`~twolayer.theory.sarussi2021.agreement_run` summary
+        and the yes/no outcomes), plus ``end_picture`` (the end state is the
+        paper's Fig 9 picture: an NAR, not the PAR, at 100% training accuracy),
+        ``u_kink`` (a u-neuron ends within ``margin`` of the outlier's kink,
+        ``|cos(u_i, x_o)| < margin``) and ``w_split_end`` (two w-neurons
+        disagree on a point at the end).
+    hists : dict
+        ``(lr, init, outlier, seed)`` → (history DataFrame, weights at every
+        snapshot), as :func:`fig9_runs`.
+    draws : dict
+        ``seed`` → ``(base, out)``, the data of that draw.
+    """
+    draws = {s: separable_outlier_data(n, mean, outlier, s) for s in seeds}
+    cases = [
+        (s, name, scale, lr, with_xo)
+        for s in seeds
+        for name, scale, lr, rival in settings
+        for with_xo in ((True, False) if rival else (True,))
+    ]
+    size = max(len(out.X) for _, out in draws.values())
+    X = np.zeros((len(cases), size, 2))
+    y = np.ones((len(cases), size))
+    mask = np.zeros((len(cases), size), bool)
+    W0 = []
+    for r, (s, name, scale, lr, with_xo) in enumerate(cases):
+        ds = draws[s][0 if not with_xo else 1]
+        X[r, : ds.n], y[r, : ds.n], mask[r, : ds.n] = ds.X, ds.y, True
+        net = models.TwoLayerNet.fixed_second_layer(
+            2, k, alpha, init_scale=scale, seed=s
+        )
+        W0.append(np.asarray(net.weights()[0], dtype=float))
+    marks = np.unique(np.r_[0, np.geomspace(1, steps, n_snapshots)].astype(int))
+    lrs = [c[3] for c in cases]
+    snaps = theory.gd_batch(np.stack(W0), X, y, alpha, lrs, steps, marks, mask=mask)
+    rows, hists = [], {}
+    for r, (s, name, scale, lr, with_xo) in enumerate(cases):
+        ds, xo = draws[s][0 if not with_xo else 1], draws[s][1].X[-1]
+        W = [snap[r] for snap in snaps]
+        h = pd.DataFrame(theory.regime_history(W, marks, ds.X, ds.y, alpha, margin))
+        hists[(lr, name, with_xo, s)] = (h, W)
+        summary = theory.agreement_run(h.to_dict("records"), W[0], W[-1], xo)
+        last = h.iloc[-1]
+        rows.append(
+            dict(
+                lr=lr,
+                init=name,
+                outlier=with_xo,
+                seed=s,
+                **summary,
+                end_picture=int(
+                    bool(last.in_nar) and not last.in_par and last.accuracy == 1.0
+                ),
+                u_kink=int(summary["cos_u"] < margin),
+                w_split_end=int(last.disagree_w >= 1),
+            )
+        )
+    table = _fig9_outcomes(pd.DataFrame(rows))
+    return table, hists, draws
+
+
 # ----------------------------------------------------------------- Thm 5.1: MNIST
 
 
@@ -366,14 +478,16 @@ def mnist_runs(
     margin: float,
     t_mid: float,
     settings=("centred", "uncentred"),
+    dtype: str = "float32",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Figs 2 and 6 (Thm 5.1, App. D.2): the networks ``inits`` ``[(label,
     init_scale, seed), ...]`` trained on every MNIST pair of ``pairs`` through
     its plan of ``schedules`` (:func:`~twolayer.theory.sarussi2021.mnist_schedule`)
     in every input setting of ``settings``
     (:func:`~twolayer.theory.sarussi2021.mnist_pair_rows`, votes at relative
-    margin ``margin``). Raises if a run's loss is not finite or rises between
-    snapshots by more than 1e-3 of its value (the step is too large).
+    margin ``margin``, weights of ``dtype``). Raises if a run's loss is not
+    finite or rises between snapshots by more than 1e-3 of its value (the step
+    is too large).
 
     Returns
     -------
@@ -390,7 +504,9 @@ def mnist_runs(
         raise ValueError(f"need one schedule per pair, got {len(schedules)}")
     rows = []
     for (pair, plan), setting in itertools.product(zip(pairs, schedules), settings):
-        rows += theory.mnist_pair_rows(pair, setting, inits, plan, k, alpha, margin)
+        rows += theory.mnist_pair_rows(
+            pair, setting, inits, plan, k, alpha, margin, dtype
+        )
     df = pd.DataFrame(rows)
     rising = df.groupby(RUN_KEYS).loss.apply(
         lambda v: (np.diff(v) > 1e-3 * v.to_numpy()[:-1]).any()

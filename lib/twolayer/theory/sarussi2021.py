@@ -1077,16 +1077,45 @@ def mnist_schedule(
     rel_step: float,
     horizons,
     stages: int,
+    t_start: float | None = None,
+    rel_start: float | None = None,
 ) -> list:
     """The :func:`staged_gd` plan of the MNIST runs (Figs 2, 6): GD with step
     ``lr_early`` up to flow time ``t_early`` with ``n_early_snapshots``
     log-spaced snapshots (the early phase, resolved), then from ``t_early`` to
     each of ``horizons`` in turn :func:`geometric_gd_stages` with ``stages``
-    stages of step ``rel_step · t``, one snapshot at the end of each."""
+    stages of step ``rel_step · t``, one snapshot at the end of each.
+
+    With ``t_start`` and ``rel_start`` the start is *resolved*: one Euler step
+    of size ``t_start`` (chosen below the init scale over the gradient's norm,
+    so the first update does not dwarf the init), then steps growing with the
+    time, ``rel_start · t``, until they reach ``lr_early`` (at
+    ``t = lr_early / rel_start``; ``n_early_snapshots`` geometric stages with
+    one snapshot each), then ``lr_early`` up to ``t_early``. Every update then
+    moves a neuron by a fixed small fraction of its norm, which grows like
+    ``t`` from a small init: the discretisation of the small-init gradient
+    flow. Halving ``rel_start`` and ``lr_early`` checks it."""
     if not lr_early > 0 or not t_early > 0:
         raise ValueError(f"need lr_early, t_early > 0, got {lr_early!r}, {t_early!r}")
-    early = int(round(t_early / lr_early))
-    plan = [(float(lr_early), early, np.geomspace(1, early, n_early_snapshots).round())]
+    if (t_start is None) != (rel_start is None):
+        raise ValueError("give both t_start and rel_start, or neither")
+    if t_start is None:
+        early = int(round(t_early / lr_early))
+        marks = np.geomspace(1, early, n_early_snapshots).round()
+        plan = [(float(lr_early), early, marks)]
+    else:
+        t_cap = float(lr_early) / float(rel_start)
+        if not 0 < t_start < t_cap < t_early:
+            raise ValueError(
+                f"need 0 < t_start < lr_early / rel_start < t_early, got t_start = "
+                f"{t_start!r}, lr_early / rel_start = {t_cap!r}, t_early = {t_early!r}"
+            )
+        plan = [(float(t_start), 1, [1])]
+        ramp = geometric_gd_stages(t_start, t_cap, rel_start, n_early_snapshots)
+        plan += [(lr, n, [n]) for lr, n in ramp]
+        rest = int(round((t_early - t_cap) / lr_early))
+        marks = np.geomspace(1, rest, max(2, n_early_snapshots // 4)).round()
+        plan.append((float(lr_early), rest, marks))
     edges = [float(t_early), *map(float, horizons)]
     for a, b in zip(edges[:-1], edges[1:]):
         plan += [(lr, n, [n]) for lr, n in geometric_gd_stages(a, b, rel_step, stages)]
@@ -1094,11 +1123,18 @@ def mnist_schedule(
 
 
 def mnist_pair_rows(
-    pair, setting: str, inits, plan, k: int, alpha: float, margin: float = 0.0
+    pair,
+    setting: str,
+    inits,
+    plan,
+    k: int,
+    alpha: float,
+    margin: float = 0.0,
+    dtype: str = "float32",
 ) -> list[dict]:
     """Train the networks ``inits`` ``[(label, init_scale, seed), ...]`` on the
     embedded MNIST pair ``(positive, negative)`` through ``plan``
-    (:func:`mnist_schedule`, one stacked tensor, float32) with the inputs
+    (:func:`mnist_schedule`, one stacked tensor of ``dtype``) with the inputs
     ``"centred"`` (minus the training mean image) or ``"uncentred"`` (raw), and
     return :func:`run_rows` of every run tagged with ``pair``, ``setting``,
     ``init`` and ``seed`` (Figs 2 and 6, Thm 5.1)."""
@@ -1116,7 +1152,7 @@ def mnist_pair_rows(
     )
     nets = [
         models.TwoLayerNet.fixed_second_layer(
-            train.d, k, alpha, init_scale=sc, seed=s, dtype=torch.float32
+            train.d, k, alpha, init_scale=sc, seed=s, dtype=getattr(torch, dtype)
         )
         for _, sc, s in inits
     ]
@@ -1253,3 +1289,58 @@ def par_svm_kernel_gap(X, y, alpha: float) -> float:
     kernel = par_svm_kernel(X, y, alpha)
     gap = max(np.abs(kernel.w - w).max(), np.abs(kernel.u - u).max())
     return float(gap / np.linalg.norm(np.r_[w, u]))
+
+
+def gd_batch(W0, X, y, alpha: float, lr, steps: int, snapshot_steps, mask=None):
+    """Full-batch GD on the mean logistic loss of eq. (1)'s network (second
+    layer ``+1`` on the first ``k`` rows, ``−1`` on the rest) for ``R`` runs at
+    once, each on its own data set: App. J's runs over data draws (Fig 9).
+
+    ``W0`` (R, 2k, d) initial first layers; ``X`` (R, n, d), ``y`` (R, n) each
+    run's points; ``mask`` (R, n) bool, the points a run uses (default all: sets
+    of different sizes are padded, and the mean is over a run's own points);
+    ``lr`` a number or one per run. Returns the weights at ``snapshot_steps``
+    (a list of (R, 2k, d) arrays, in ascending order). Equal to
+    :func:`twolayer.flows.gd` run by run, to rounding."""
+    from scipy.special import expit
+
+    W = np.array(to_numpy(W0), dtype=float)
+    if W.ndim != 3 or W.shape[1] % 2:
+        raise ValueError(f"W0 must be (R, 2k, d), got shape {W.shape}")
+    R, m, d = W.shape
+    X = np.asarray(to_numpy(X), dtype=float)
+    y = np.asarray(to_numpy(y), dtype=float)
+    if X.shape[0] != R or X.ndim != 3 or X.shape[2] != d or y.shape != X.shape[:2]:
+        raise ValueError(
+            f"X must be (R, n, {d}) and y (R, n) with R = {R}, got {X.shape}, {y.shape}"
+        )
+    mask = np.ones(y.shape, bool) if mask is None else np.asarray(mask, bool)
+    if mask.shape != y.shape or not mask.any(axis=1).all():
+        raise ValueError(f"mask must be (R, n) = {y.shape} with a point in every run")
+    weight = mask / mask.sum(axis=1, keepdims=True)  # the mean over a run's points
+    a = _alpha(alpha)
+    eta = np.broadcast_to(np.asarray(lr, dtype=float), (R,))
+    marks = sorted(set(int(s) for s in snapshot_steps))
+    if not marks or marks[0] < 0:
+        raise ValueError(f"snapshot_steps must be non-negative, got {snapshot_steps!r}")
+    signs = np.r_[np.ones(m // 2), -np.ones(m // 2)]
+    out, want = [], iter(marks)
+    nxt = next(want)
+    for t in range(int(steps) + 1):
+        while nxt is not None and nxt == t:
+            out.append(W.copy())
+            nxt = next(want, None)
+        if t == int(steps) or nxt is None:
+            if nxt is None:
+                break
+            continue
+        Z = X @ W.transpose(0, 2, 1)  # (R, n, m)
+        slope = np.where(Z > 0, 1.0, a)
+        q = y * ((Z * slope) @ signs)
+        g = weight * y * expit(-q)  # −∂L/∂N(x_j), per run and point
+        W += eta[:, None, None] * (
+            (slope * (signs * g[:, :, None])).transpose(0, 2, 1) @ X
+        )
+    if not np.isfinite(W).all():
+        raise FloatingPointError("gd_batch diverged: lower the step size")
+    return out
