@@ -928,6 +928,57 @@ def thm55_distances(
     return runs, np.array(dist)
 
 
+def thm55_unequal(
+    ds: data.Dataset,
+    w_star: Sequence[float],
+    alpha: float,
+    starts: Sequence[tuple[float, float]],
+    draws: Iterable[int],
+    log10_times: Sequence[float],
+) -> pd.DataFrame:
+    """Thm 5.5 from unequal and large starts: for each ``(norm, ratio)`` of
+    ``starts`` and each generator seed of ``draws``, gradient flow of the two-neuron
+    net from :func:`~twolayer.theory.lyu2021.thm55_unequal_start` to
+    ``t = 10^max(log10_times)`` (log-time horizon), and at each horizon of
+    ``log10_times`` the distance of ``θ/‖θ‖`` to ``½(w*, −w*, 1, −1)`` and the
+    norm imbalance ``v`` (:func:`~twolayer.theory.lyu2021.norm_imbalance`).
+
+    Returns
+    -------
+    pd.DataFrame
+        One row per (start, draw, horizon): ``norm``, ``ratio``, ``draw``,
+        ``log10_t``, ``distance``, ``imbalance``.
+    """
+    from ..models import TwoLayerNet
+
+    limit = lyu2021.two_neuron_limit(w_star)
+    times = [float(x) for x in log10_times]
+    rows = []
+    for norm, ratio in starts:
+        for s in draws:
+            rng = np.random.default_rng(s)
+            W0, a0 = lyu2021.thm55_unequal_start(w_star, norm, ratio, rng)
+            net = TwoLayerNet.from_weights(W0, a0, alpha)
+            run = flows.gradient_flow(
+                net, ds, log10_t_max=max(times), snapshot_log10_times=times
+            )
+            snaps = run.snapshots[-len(times) :]
+            for lt, snap in zip(times, snaps):
+                rows.append(
+                    dict(
+                        norm=norm,
+                        ratio=ratio,
+                        draw=s,
+                        log10_t=lt,
+                        distance=lyu2021.direction_distance(
+                            snap["W"], snap["a"], *limit
+                        ),
+                        imbalance=lyu2021.norm_imbalance(snap["W"], snap["a"]),
+                    )
+                )
+    return pd.DataFrame(rows)
+
+
 def thm56_local_flows(
     ds: data.Dataset,
     w_star: Sequence[float],
@@ -957,3 +1008,285 @@ def thm56_local_flows(
         for s in draws
     ]
     return pd.DataFrame(rows)
+
+
+# --- Theorem 6.2's regime, measured (a grid too costly for a page run) -------------
+#
+# The failure frequency of Thm 6.2's limit over init seeds as H, K, eps and the init
+# scale sigma vary, on the book's set (data seed 2) and on sets redrawn per seed.
+# Computed once by ``python -m twolayer.experiments.lyu2021 thm62-regime`` and stored
+# in data/sweeps/lyu2021__thm62_regime.parquet with the code key of what it ran
+# (:func:`thm62_regime_key`); the hinted page reads it with :func:`thm62_regime_load`.
+
+THM62_T_MAX = 1e40
+THM62_SEEDS = tuple(range(20))
+THM62_RTOL = 1e-4
+THM62_CHECK = (1e10, 1e20, 1e30, 1e40)  # horizons the error and certificate are read at
+THM62_BOOK_DATA = 2  # the hinted page's data seed
+THM62_REDRAW = 1000  # redrawn sets: data seed THM62_REDRAW + init seed
+THM62_SETTINGS = (
+    dict(H=40.0, K=1.0, eps=0.05, init_scale=1e-6, data="book"),
+    dict(H=20.0, K=1.0, eps=0.05, init_scale=1e-6, data="book"),
+    dict(H=20.0, K=1.0, eps=0.05, init_scale=1e-12, data="book"),
+    dict(H=20.0, K=2.0, eps=0.05, init_scale=1e-6, data="book"),
+    dict(H=20.0, K=1.0, eps=0.025, init_scale=1e-6, data="book"),
+    dict(H=40.0, K=1.0, eps=0.05, init_scale=1e-6, data="redrawn"),
+    dict(H=20.0, K=1.0, eps=0.05, init_scale=1e-6, data="redrawn"),
+)
+THM62_PATH = "data/sweeps/lyu2021__thm62_regime.parquet"
+
+
+def thm62_regime_point(
+    H: float,
+    K: float,
+    eps: float,
+    init_scale: float,
+    data: str,
+    seed: int,
+    n: int = 20,
+    width: int = 10,
+    alpha: float = 0.5,
+) -> dict:
+    """One run of Thm 6.2's flow (balanced init, seed ``seed``) on the planar hinted
+    set (:func:`hinted_plane`; ``data="book"``: data seed :data:`THM62_BOOK_DATA`,
+    ``"redrawn"``: :data:`THM62_REDRAW` + ``seed``) to :data:`THM62_T_MAX`.
+
+    Returns the relative sup error to ``½φ(⟨w*,x⟩)`` (``err_<t>``) and the certified
+    limit margin / (ε/2) (``cert_<t>``: Lyu & Li's smoothed margin, non-decreasing,
+    a lower bound on the limit's margin) at each horizon of :data:`THM62_CHECK`, the
+    final normalised margin / (ε/2), and the phase-I landscape of the set: local
+    maxima of ``G`` and how many lie outside the band ``|angle| ≤ arctan(ε/K)``."""
+    data_seed = THM62_BOOK_DATA if data == "book" else THM62_REDRAW + int(seed)
+    if data not in ("book", "redrawn"):
+        raise ValueError(f"data must be 'book' or 'redrawn', got {data!r}")
+    _, w_star, _, sets, grid = hinted_plane(n, (H,), K, eps, data_seed)
+    ds = sets[H]
+    _, _, peaks = lyu2021.phase1_landscape(ds.X, ds.y, alpha, w_star)
+    band = float(np.degrees(np.arctan(eps / K)))
+    times = np.union1d(np.geomspace(0.1, THM62_T_MAX, 42), THM62_CHECK)
+    run = lyu2021.gradient_flow_from_init(
+        ds,
+        width,
+        alpha,
+        init_scale,
+        int(seed),
+        THM62_T_MAX,
+        init="balanced",
+        reflect="none",
+        snapshot_times=times,
+        rtol=THM62_RTOL,
+    )
+    target = lyu2021.hinted_limit_function(grid, w_star, alpha)
+    snap_t = np.asarray(run.times, float)
+    out = dict(data_seed=data_seed, band=band, n_peaks=len(peaks))
+    out["peaks_outside"] = int(np.sum(np.abs(peaks) > band))
+    out["outer_peak"] = float(np.max(np.abs(peaks))) if len(peaks) else np.nan
+    log_loss = np.asarray(run.records["log_loss"], float)
+    log_scale = np.asarray(run.records["log_scale"], float)
+    for t in THM62_CHECK:
+        i = int(np.argmin(np.abs(np.log(snap_t) - np.log(t))))
+        s = run.snapshots[i]
+        key = f"{np.log10(t):.0f}"
+        out[f"err_{key}"] = lyu2021.limit_error(s["W"], s["a"], grid, target, alpha)
+        sm = lyu2021.fitted_smoothed_margins(
+            log_loss[: i + 1], log_scale[: i + 1], ds.n
+        )
+        out[f"cert_{key}"] = float(sm.max() / (eps / 2)) if len(sm) else np.nan
+    end = run.snapshots[-1]
+    out["margin"] = float(
+        lyu2021.normalized_margins([end], ds.X, ds.y, alpha)[0] / (eps / 2)
+    )
+    return out
+
+
+def thm62_outcome(err: float, cert: float, tol: float = 1e-3) -> str:
+    """A run's verdict at its horizon: ``"converges"`` (error to ½φ ≤ ``tol``),
+    ``"fails"`` (certified limit margin above ε/2 by more than ``tol``: the limit
+    cannot be ½φ, whose margin is ε/2 — a failure that has stalled for good) or
+    ``"not resolved"`` (neither yet: still moving)."""
+    if err <= tol:
+        return "converges"
+    if cert > 1 + tol:
+        return "fails"
+    return "not resolved"
+
+
+def thm62_regime_key() -> str:
+    """The code key of the stored grid: the files every flow shares, the grid's
+    settings and the library code a point runs."""
+    import hashlib
+    from pathlib import Path
+
+    from ..codekey import canonical
+    from ..regimes import _CODE, source_closure
+
+    lib = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for rel in _CODE:
+        h.update(canonical((lib / rel).read_text()))
+    settings = (THM62_T_MAX, THM62_SEEDS, THM62_RTOL, THM62_CHECK, THM62_SETTINGS)
+    h.update(repr((settings, THM62_BOOK_DATA, THM62_REDRAW)).encode())
+    h.update(repr(source_closure([thm62_regime_point])).encode())
+    return h.hexdigest()[:12]
+
+
+def _thm62_timed(point: dict) -> dict:
+    import time
+
+    t0 = time.perf_counter()
+    out = thm62_regime_point(**point)
+    return dict(point, **out, seconds=time.perf_counter() - t0)
+
+
+_THM62_POINT = ("H", "K", "eps", "init_scale", "data", "seed")
+
+
+def thm62_priority_points() -> list[dict]:
+    """The grid's points in the order that makes a partial grid most useful: the
+    page's three main settings (H = 40 and 20 at σ = 1e-6, H = 20 at σ = 1e-12, the
+    book's set) to 12 seeds and the others to 8, then the main ones to 20 and the
+    others to 10."""
+    main, other = THM62_SETTINGS[:3], THM62_SETTINGS[3:]
+    order = [(main, range(12)), (other, range(8))]
+    order += [(main, range(12, 20)), (other, range(8, 10))]
+    return [
+        dict(s, seed=k) for settings, seeds in order for k in seeds for s in settings
+    ]
+
+
+def thm62_regime_compute(workers: int = 1, path=None, points=None, resume=True):
+    """Compute the grid (every setting × seed), storing the table after each point
+    (so a partial grid is usable), with the code key and the commit."""
+    import subprocess
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    path = root / THM62_PATH if path is None else Path(path)
+    if points is None:
+        points = [dict(s, seed=k) for k in THM62_SEEDS for s in THM62_SETTINGS]
+    rows = []
+    if resume and path.exists():  # keep the stored points, compute the others
+        rows = pd.read_parquet(path).drop(columns=["code_key", "commit"])
+        rows = rows.to_dict("records")
+        done = {tuple(r[k] for k in _THM62_POINT) for r in rows}
+        points = [p for p in points if tuple(p[k] for k in _THM62_POINT) not in done]
+    key = thm62_regime_key()
+    git = ["git", "rev-parse", "--short", "HEAD"]
+    commit = subprocess.run(git, cwd=root, capture_output=True, text=True)
+    commit = commit.stdout.strip()
+
+    def save():
+        frame = pd.DataFrame(rows).assign(code_key=key, commit=commit)
+        tmp = path.with_suffix(".tmp")
+        frame.to_parquet(tmp, index=False)
+        tmp.replace(path)
+
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = [pool.submit(_thm62_timed, p) for p in points]
+        for f in as_completed(futures):
+            rows.append(f.result())
+            save()
+    return pd.DataFrame(rows)
+
+
+def thm62_regime_load(path=None):
+    """The stored grid with each run's outcome (:func:`thm62_outcome` at
+    :data:`THM62_T_MAX`) and whether it is stale (code key changed)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3]
+    frame = pd.read_parquet(root / THM62_PATH if path is None else path)
+    top = f"{np.log10(THM62_T_MAX):.0f}"
+    frame["outcome"] = [
+        thm62_outcome(e, c) for e, c in zip(frame[f"err_{top}"], frame[f"cert_{top}"])
+    ]
+    stale = bool((frame["code_key"] != thm62_regime_key()).any())
+    return frame, stale
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Lyu chapter grids")
+    parser.add_argument("grid", choices=["thm62-regime"])
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    thm62_regime_compute(args.workers, points=thm62_priority_points())
+
+
+def thm62_setting_label(row) -> str:
+    """A grid setting as a reader reads it: ``H = 20, σ = 1e-12, book set``, naming
+    K and ε only where they differ from the page's (1, 0.05)."""
+    parts = [f"H = {row['H']:g}"]
+    if row["K"] != 1.0:
+        parts.append(f"K = {row['K']:g}")
+    if row["eps"] != 0.05:
+        parts.append(f"ε = {row['eps']:g}")
+    parts.append(f"σ = {row['init_scale']:.0e}")
+    parts.append("book's set" if row["data"] == "book" else "set redrawn per seed")
+    return ", ".join(parts)
+
+
+def thm62_regime_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per setting of the stored grid (:func:`thm62_regime_load`): the runs, how many
+    converge / fail (certified) / are not resolved at the horizon, and the failure
+    frequency with its two-sided 95 % Clopper–Pearson interval."""
+    from scipy import stats
+
+    keys = ["H", "K", "eps", "init_scale", "data"]
+    rows = []
+    for key, g in frame.groupby(keys, sort=False):
+        row = dict(zip(keys, key))
+        n = len(g)
+        k = int((g["outcome"] == "fails").sum())
+        lo = 0.0 if k == 0 else float(stats.beta.ppf(0.025, k, n - k + 1))
+        hi = 1.0 if k == n else float(stats.beta.ppf(0.975, k + 1, n - k))
+        rows.append(
+            {
+                "setting": thm62_setting_label(row),
+                "runs": n,
+                "converge": int((g["outcome"] == "converges").sum()),
+                "fail": k,
+                "not resolved": int((g["outcome"] == "not resolved").sum()),
+                "failure frequency": k / n,
+                "95% interval": f"{lo:.2f}–{hi:.2f}",
+                **row,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def thm62_gband_check(frame: pd.DataFrame) -> dict:
+    """Does the phase-I scan ("no local maximum of G outside the band") predict the
+    outcome on the sets redrawn per seed? Counts over the redrawn runs: failures
+    among draws the scan calls inside the regime, convergences among those it calls
+    outside."""
+    red = frame[frame["data"] == "redrawn"]
+    inside = red["peaks_outside"] == 0
+    return dict(
+        g_runs=len(red),
+        g_inside=int(inside.sum()),
+        g_inside_fail=int((inside & (red["outcome"] == "fails")).sum()),
+        g_outside=int((~inside).sum()),
+        g_outside_conv=int((~inside & (red["outcome"] == "converges")).sum()),
+    )
+
+
+def thm62_select(
+    frame: pd.DataFrame,
+    H: float,
+    K: float = 1.0,
+    eps: float = 0.05,
+    init_scale: float = 1e-6,
+    data: str = "book",
+) -> pd.DataFrame:
+    """The runs of one setting of the stored grid, in seed order."""
+    sel = (
+        (frame["H"] == H)
+        & (frame["K"] == K)
+        & (frame["eps"] == eps)
+        & (frame["init_scale"] == init_scale)
+        & (frame["data"] == data)
+    )
+    return frame[sel].sort_values("seed")

@@ -504,3 +504,47 @@ def hinted_seeds(
         for p, h, ds, k in (("e", H, hinted, 0), ("f", H_small, hinted_small, worst))
     }
     return hinted_runs(scan_fig, band_deg, errors, paths_fig, boundaries, alpha)
+
+
+def unequal_starts(frame, phase1_dist: float):
+    """Thm 5.5 from unequal and large starts (``frame``:
+    :func:`twolayer.experiments.lyu2021.thm55_unequal`): (a) the distance of
+    θ/‖θ‖ to ½(w*, −w*, 1, −1) and (b) the norm imbalance |v| against
+    ``log10 t``, one line per start and draw, coloured by start; stacked."""
+    fig, (ax, bx) = plots.panels(2, 1, height=3.2, sharex=True)
+    starts = list(dict.fromkeys(zip(frame["norm"], frame["ratio"])))
+    for k, (norm, ratio) in enumerate(starts):
+        sub = frame[(frame["norm"] == norm) & (frame["ratio"] == ratio)]
+        r = f"{ratio:g}:1" if ratio >= 1 else f"1:{1 / ratio:g}"
+        for j, (_, g) in enumerate(sub.groupby("draw")):
+            label = f"‖w1‖ = {norm:g}, ‖w1‖:‖w2‖ = {r}" if j == 0 else None
+            ax.semilogy(
+                g["log10_t"], g["distance"], color=f"C{k}", alpha=0.7, label=label
+            )
+            bx.semilogy(g["log10_t"], np.abs(g["imbalance"]), color=f"C{k}", alpha=0.7)
+    ax.axhline(phase1_dist, color="0.4", ls="--", label="phase-I direction")
+    ax.set(ylabel="distance to ½(w*,−w*,1,−1)", title="(a) direction")
+    bx.set_xscale("log")
+    bx.set(xlabel="$\\log_{10} t$ (log scale)", ylabel="|v|", title="(b) norm imbalance")
+    ax.legend(fontsize="small")
+    plots.fit_titles(fig)
+    return fig
+
+
+def thm62_regime(table):
+    """Thm 6.2's failure frequency per setting of the stored grid (``table``:
+    :func:`twolayer.experiments.lyu2021.thm62_regime_table`), with 95 %
+    Clopper–Pearson intervals, one row per setting."""
+    fig, ax = plots.panels(height=0.45 * len(table) + 1.2)
+    y = np.arange(len(table))[::-1]
+    freq = table["failure frequency"].to_numpy()
+    lo, hi = zip(*(map(float, s.split("–")) for s in table["95% interval"]))
+    err = np.array([freq - np.array(lo), np.array(hi) - freq])
+    ax.errorbar(freq, y, xerr=err, fmt="o", color="C3", capsize=3)
+    ax.set_yticks(y, table["setting"])
+    ax.set_xlim(-0.02, 1.02)
+    ax.axvline(2.0**-10, color="0.5", ls=":", label="2⁻ᵐ (the excluded event, m = 10)")
+    ax.set(xlabel="failure frequency over init seeds (certified at t = 1e40)")
+    ax.legend(fontsize="small", loc="lower right")
+    plots.fit_titles(fig)
+    return fig

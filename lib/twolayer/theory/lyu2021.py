@@ -1339,6 +1339,41 @@ def thm55_flow(ds, w_star, alpha: float, init_norm: float, seed: int, t_max: flo
     return flows.gradient_flow(net, ds, t_max, n_snapshots=40, t_min=1e-1)
 
 
+def thm55_unequal_start(w_star, norm: float, ratio: float, rng):
+    """Thm 5.5's start with unequal neurons: directions as
+    :func:`thm55_two_neuron_start` (``<w1, w*> > 0 > <w2, w*>``, balanced
+    ``a1 = ‖w1‖``, ``a2 = −‖w2‖``), ``‖w1‖ = norm`` and ``‖w2‖ = norm / ratio``
+    (``ratio > 1``: the positive neuron larger; ``< 1``: the negative one)."""
+    ratio = positive(ratio, "ratio")
+    W0, a0 = thm55_two_neuron_start(w_star, 1.0, rng)
+    scale = positive(norm, "norm") * np.array([1.0, 1.0 / ratio])
+    return W0 * scale[:, None], a0 * scale
+
+
+def norm_imbalance(W, a) -> float:
+    """``v = (‖θ1‖² − ‖θ2‖²)/(‖θ1‖² + ‖θ2‖²)`` of a two-neuron net, ``θk = (w_k,
+    a_k)``: 0 at Thm 5.5's limit ``½(w*, −w*, 1, −1)``, ±1 when one neuron is 0."""
+    W, a = _wa(W, a)
+    if W.shape[0] != 2:
+        raise ValueError(f"a two-neuron net is needed, got {W.shape[0]} neurons")
+    n = np.sum(W**2, axis=1) + a**2
+    return float((n[0] - n[1]) / (n[0] + n[1]))
+
+
+def imbalance_exponent(log10_t, v, lo: float = 1e-6, hi: float = 1e-2) -> float:
+    """The equalisation exponent ``d ln|v| / d ln t``: the least-squares slope of
+    ``log10|v|`` against ``log10 t`` over the snapshots with ``lo ≤ |v| ≤ hi`` (a
+    window above the integrator's resolution); NaN with fewer than 3 there."""
+    lt, av = np.asarray(log10_t, float), np.abs(np.asarray(v, float))
+    keep = (av >= lo) & (av <= hi) & np.isfinite(lt)
+    if keep.sum() < 3:
+        return float("nan")
+    return float(np.polyfit(lt[keep], np.log10(av[keep]), 1)[0])
+
+
+__all__ += ["thm55_unequal_start", "norm_imbalance", "imbalance_exponent"]
+
+
 def thm56_local_flow(
     ds,
     limit,
