@@ -58,6 +58,7 @@ browser: book
 bench: $(STAMP)
 	$(BIN)/python benchmarks/build.py
 	$(BIN)/python benchmarks/sweep.py
+	TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python benchmarks/logtime.py
 
 ## make lock: store each notebook's claims table from the last `make book` in its
 ## source notebook (nbval compares it); run after a change that moves a claim on purpose

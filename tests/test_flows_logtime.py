@@ -290,3 +290,29 @@ def test_balance_is_conserved_per_neuron_to_a_million_decades(small):
     assert norm2 > 1e5
     assert np.abs(bal[1] - bal[0]).max() <= 1e-5 * norm2
     assert run.config["clock_drift"] < 1.0
+
+
+# ------------------------------------------------ helpers for limit claims
+
+
+def test_horizon_grid_and_trend():
+    np.testing.assert_allclose(
+        F.horizon_grid(300, 1e6), [300, 3000, 3e4, 3e5, 1e6], rtol=1e-12
+    )
+    np.testing.assert_allclose(F.horizon_grid(300, 1000), [300, 1000])
+    with pytest.raises(ValueError, match="first"):
+        F.horizon_grid(-1, 10)
+    ds = _ds([[1.0, 0.0], [-1.0, 0.0]], [1.0, -1.0], "two points")
+    xs, angle = F.trend(
+        _Linear([0.2, 1.5]),
+        ds,
+        [30, 300, 3000],
+        lambda s: math.atan2(s["w"][1], s["w"][0]),
+        rtol=1e-8,
+    )
+    np.testing.assert_array_equal(xs, [30, 300, 3000])
+    c = 0.2 + math.exp(0.2)
+    expected = [math.atan2(1.5, _u_linear(x, c)) for x in xs]
+    np.testing.assert_allclose(angle, expected, rtol=1e-6)
+    with pytest.raises(ValueError, match="log10_ts"):
+        F.trend(_Linear([0.2, 1.5]), ds, [np.nan], lambda s: 0.0)

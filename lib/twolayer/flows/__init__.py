@@ -7,13 +7,14 @@
   itself that reaches ``t = 1e300`` (``t_max``) or any horizon given as
   ``log10_t_max`` (e.g. ``1e6``: ``t = 10^(10^6)``).
 - :mod:`.logtime` — the late phase of the latter in the log-time clock
-  ``λ = −log L`` (``log10_to_log1p``/``log1p_to_log10`` convert horizons).
+  ``λ = −log L`` (``log10_to_log1p``/``log1p_to_log10`` convert horizons;
+  ``horizon_grid`` and ``trend`` give a limit claim's ``trend=``).
 - :mod:`.trajectory` — the :class:`Trajectory` record, :class:`DivergenceError`,
   :func:`trajectory_distance`.
 """
 
 from .integrator import gradient_flow, log_time_grid
-from .logtime import log1p_to_log10, log10_to_log1p
+from .logtime import horizon_grid, log1p_to_log10, log10_to_log1p, trend
 from .steps import (
     OPTIMIZERS,
     REDUCTIONS,
@@ -38,6 +39,7 @@ __all__ = [
     "gd_many",
     "gradient_flow",
     "load_state",
+    "horizon_grid",
     "log_time_grid",
     "log1p_to_log10",
     "log10_to_log1p",
@@ -45,5 +47,6 @@ __all__ = [
     "sgd",
     "snapshot_schedule",
     "train",
+    "trend",
     "trajectory_distance",
 ]

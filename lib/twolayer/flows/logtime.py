@@ -209,3 +209,39 @@ def _crossing(dense, lam0: float, lam1: float, index: int, target: float) -> flo
     if hi <= 0:
         return lam1
     return brentq(f, lam0, lam1, xtol=1e-14 * max(1.0, abs(lam1)), rtol=1e-15)
+
+
+def horizon_grid(first: float, last: float, per_decade: int = 1) -> np.ndarray:
+    """Horizons ``log10 t`` from ``first`` to ``last`` (both > 0), evenly spaced in
+    ``log10 log10 t`` (``per_decade`` per factor 10 of ``log10 t``; ``last``
+    included): the horizons of a limit's trend, e.g. ``horizon_grid(300, 1e6)`` →
+    ``300, 3000, 3·10^4, 3·10^5, 10^6``."""
+    if not (0 < first <= last and math.isfinite(last)):
+        raise ValueError(
+            f"horizon_grid needs 0 < first <= last < inf, got first={first!r}, "
+            f"last={last!r}"
+        )
+    if int(per_decade) != per_decade or per_decade < 1:
+        raise ValueError(f"per_decade must be a positive integer, got {per_decade!r}")
+    n = math.floor(per_decade * math.log10(last / first) + 1e-9)
+    x = first * 10.0 ** (np.arange(n + 1) / per_decade)
+    return np.unique(np.r_[x[x < last * (1 - 1e-12)], last])
+
+
+def trend(
+    model, data, log10_ts, statistic: Callable[[dict], float], **kwargs
+) -> tuple[np.ndarray, np.ndarray]:
+    """A limit's trend: ``statistic(snapshot)`` of the gradient flow of ``model`` on
+    ``data`` at the horizons ``log10_ts`` (:func:`horizon_grid`), as the pair
+    ``(log10_ts, values)`` a ``limit: true`` claim passes as ``trend=``. One
+    :func:`~twolayer.flows.gradient_flow` run to ``max(log10_ts)`` (``kwargs``
+    passed on; stored and reused like any run)."""
+    from .integrator import gradient_flow
+
+    xs = np.unique(np.asarray(list(log10_ts), float))
+    if xs.size == 0 or not np.all(np.isfinite(xs)):
+        raise ValueError(f"log10_ts must be finite horizons, got {log10_ts!r}")
+    run = gradient_flow(
+        model, data, log10_t_max=float(xs[-1]), snapshot_log10_times=xs, **kwargs
+    )
+    return run.log10_times, np.array([float(statistic(s)) for s in run.snapshots])
