@@ -198,18 +198,21 @@ def test_exception_output_is_an_error_naming_page_and_cell():
 
 def test_related_lines_link_both_pages():
     cs = {
-        "lyu2021/symmetric_limit": [claim(source="Lyu Thm 4.3")],
+        "lyu2021/symmetric_limit": [claim(source="Thm 4.3 (probability)")],
+        "lyu2021/phase1": [claim(source="Lemma 5.2"), claim(source="Thm 4.32")],
         "synthesis/limits": [
-            claim(source="Lyu Thm 4.3 (probability)", verdict="does not reproduce")
+            claim(source="Lyu Thm 4.3, Lemma 5.3", verdict="does not reproduce")
         ],
-        "min2024/fig6": [claim(source="Min Thm 1")],
+        "min2024/fig6": [claim(source="Thm 4.3")],  # another paper's Thm 4.3
     }
     a = render.related_lines("lyu2021/symmetric_limit", cs)
     b = render.related_lines("synthesis/limits", cs)
     assert len(a) == 1 and "</book/synthesis/limits>" in a[0]
-    assert "1 does not reproduce" in a[0]
+    assert "(1 does not reproduce)" in a[0] and "here: 1 holds" in a[0]
     assert len(b) == 1 and "</book/lyu2021/symmetric_limit>" in b[0]
+    assert "phase1" not in a[0] + b[0] and "min2024" not in a[0] + b[0]
     assert render.related_lines("min2024/fig6", cs) == []
+    assert render.related_lines("lyu2021/phase1", cs) == []
 
 
 def test_answer_sentence():

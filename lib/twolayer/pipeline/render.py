@@ -12,6 +12,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import prose
 from . import verdicts
 from .generated import (
     chapter_scorecard,
@@ -94,25 +95,44 @@ def page_claims(paths: Paths, nb: str) -> list[dict]:
     return json.loads(f.read_text()).get("claims", [])
 
 
-# Theorems tested on pages of two chapters: each page's box links to the others.
-SHARED_SOURCES = ("Lyu Thm 4.3",)
+# Theorems tested on pages of two chapters: each page's box links to the others
+# (name -> the chapter whose pages cite it without the author's name).
+SHARED_SOURCES = {"Lyu Thm 4.3": "lyu2021"}
+
+
+def _cites(page: str, source: str, theorem: str, home: str) -> bool:
+    if theorem in source:
+        return True
+    short = theorem.split(" ", 1)[1]  # "Thm 4.3" on the chapter's own pages
+    return page.startswith(home + "/") and bool(
+        re.search(rf"(^|[^\w.]){re.escape(short)}(?![\d.])", source)
+    )
 
 
 def related_lines(nb: str, claims: dict[str, list[dict]]) -> list[str]:
-    """For a theorem also tested on another page (:data:`SHARED_SOURCES`): one
-    line per other page, with that page's verdicts on it."""
+    """For a theorem also tested on other pages (:data:`SHARED_SOURCES`): one line
+    naming those pages with their verdicts on it, and this page's."""
     out = []
-    for src in SHARED_SOURCES:
-        mine = [c for c in claims.get(nb, []) if src in str(c.get("source", ""))]
+    for theorem, home in SHARED_SOURCES.items():
+
+        def on(page: str) -> list[dict]:
+            return [
+                c
+                for c in claims.get(page, [])
+                if _cites(page, str(c.get("source", "")), theorem, home)
+            ]
+
+        mine = on(nb)
         if not mine:
             continue
-        for other, cs in claims.items():
-            theirs = [c for c in cs if src in str(c.get("source", ""))]
-            if other == nb or not theirs:
-                continue
+        others = [
+            f"{{doc}}`{page_name(p)} </book/{p}>` ({verdicts.tally_text(on(p))})"
+            for p in sorted(claims)
+            if p != nb and on(p)
+        ]
+        if others:
             out.append(
-                f"**{src}** is also tested on {{doc}}`{page_name(other)} "
-                f"</book/{other}>`: {verdicts.tally_text(theirs)}; here: "
+                f"**{theorem}** is also tested on {prose.join(others)}; here: "
                 f"{verdicts.tally_text(mine)}."
             )
     return out
