@@ -6,17 +6,17 @@ record each point's data draw."""
 from __future__ import annotations
 
 import json
-import shutil
-from pathlib import Path
 
 import pytest
 
+import test_robustness_page
 from twolayer import protocol
 from twolayer.pipeline import robustness
 from twolayer.pipeline import sweep as sw
 from twolayer.pipeline.pages import Paths
 
-BOOK = Path(__file__).resolve().parents[1]
+root = test_robustness_page.root  # the fixture: a copy of the book's sources
+
 PAGE = "lyu2021/phase1"
 
 
@@ -116,20 +116,6 @@ def test_a_claim_missing_from_a_block_misses_it_and_probability_is_pooled():
     assert rec["lyu2021.x.p"]["pooled_frequency"] == pytest.approx(0.8)
     assert rec["lyu2021.x.p"]["seeds"] == 40
     assert rec["lyu2021.x.q"]["misses"] == [10] and rec["lyu2021.x.q"]["holds"] == 1
-
-
-@pytest.fixture
-def root(tmp_path):
-    """A copy of the book's sources (no build)."""
-    for name in ("_toc.yml", "_config.yml"):
-        shutil.copy(BOOK / name, tmp_path / name)
-    shutil.copytree(
-        BOOK / "book", tmp_path / "book", ignore=shutil.ignore_patterns("*.png")
-    )
-    shutil.copytree(
-        BOOK / "lib", tmp_path / "lib", ignore=shutil.ignore_patterns("__pycache__")
-    )
-    return tmp_path
 
 
 def test_heldout_record_reads_the_stored_sweep_and_refreshes_published_json(root):
