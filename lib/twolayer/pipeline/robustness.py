@@ -258,7 +258,11 @@ def heldout_from_table(df, mode: str = "block", stale: bool = False) -> dict:
             for r in g
             if isinstance(r.get("verdict"), str)
             and sw._exempt(
-                dict(verdict=r["verdict"], kind=r.get("kind"), note=r.get("note"))
+                dict(
+                    verdict=r["verdict"],
+                    kind=r.get("kind"),
+                    note=r["note"] if isinstance(r.get("note"), str) else "",
+                )
             )
         }
         own = {
