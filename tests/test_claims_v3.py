@@ -265,3 +265,26 @@ def test_v3_keys_are_on_every_claim(tmp_path, monkeypatch):
     assert other["trend"] is None and other["limit"] is False
     assert ident["quantifier"] is None and ident["trend"] is None
     assert claims.NOT_RESOLVED in claims.ALL_VERDICTS
+
+
+def test_a_probability_about_the_limit_takes_a_frequency_trend(tmp_path):
+    text = """
+synthesis.lyu_thm43.clause:
+  source: Thm 4.3
+  statement: the clause
+  why: the paper's bound
+  horizon: t = 1e300
+  quantifier: probability
+  limit: true
+"""
+    led = ledger(tmp_path, text)
+    c = led.probability(
+        id="lyu_thm43.clause",
+        successes=[True] * 12 + [False] * 8,
+        bound=0.9,
+        rival=Rival("large init", [False] * 20),
+        trend=([30, 300], [0.2, 0.6], 1.0),
+    )
+    # 1 - freq: 0.8 -> 0.4 per decade of log10 t: x0.5, still converging
+    assert c.verdict == "not resolved" and c.trend["ratio"] == pytest.approx(0.5)
+    assert not c.failing
