@@ -57,7 +57,13 @@ PROBABILITY_SCALE = 1e-4
 # thresholds of the limits, the same as the limits page's (fixed from theory before the
 # runs)
 THRESHOLDS = dict(phuong=1e-3, lyu=0.05, sarussi=1e-3, min_aligned=1.0, stable_rank=2.0)
-_CODE = ("data.py", "models.py", "flows/integrator.py", "flows/steps.py")
+_CODE = (
+    "data.py",
+    "models.py",
+    "flows/integrator.py",
+    "flows/steps.py",
+    "flows/logtime.py",
+)
 LATE_TIMES = (1e100, 1e150, 1e200, 1e250, 1e300)
 
 
@@ -71,6 +77,8 @@ def code_key() -> str:
     lib = Path(__file__).resolve().parent
     h = hashlib.sha256()
     for rel in _CODE:
+        if not (lib / rel).exists():  # the log-time engine's module, once it exists
+            continue
         h.update(rel.encode())
         h.update(canonical((lib / rel).read_text()))
     settings = (SCALES, WIDTHS, SEEDS, PROBABILITY_WIDTHS, PROBABILITY_SEEDS)
@@ -372,6 +380,37 @@ def hinted_draws_point(kind: str, seed: int) -> dict:
     return dict(kind=kind, seed=seed, **out)
 
 
+# Lyu Thm 4.3's misses at t = 1e300 continued in log time
+# (:func:`twolayer.synthesis.lyu_horizon_run`): the limits page's draw 15 (width 10,
+# its own data) and every miss of the probability clause with b̄ of both signs (data
+# draw 0, the lyu_probability grid at 1e300); two inits of Lemma 5.4's event (b̄ of
+# one sign, the theorem's failure) as the rival that stalls
+LYU_HORIZON_POINTS = (
+    dict(width=10, seed=15, data_seed=15),
+    *(
+        dict(width=m, seed=s, data_seed=0)
+        for m, seeds in {
+            2: (26, 35, 67, 83),
+            3: (22, 28, 34, 36, 44, 79),
+            4: (9, 40, 62),
+            5: (0, 76),
+            6: (34, 61),
+        }.items()
+        for s in seeds
+    ),
+    dict(width=2, seed=1, data_seed=0),
+    dict(width=3, seed=5, data_seed=0),
+)
+
+
+def lyu_horizons_point(width: int, seed: int, data_seed: int) -> dict:
+    """One Lyu Thm 4.3 draw continued in log time
+    (:func:`twolayer.synthesis.lyu_horizon_run`)."""
+    from . import synthesis
+
+    return synthesis.lyu_horizon_run(width, seed, data_seed=data_seed)
+
+
 POINTS = dict(
     phuong_min=phuong_min_point,
     lyu=lyu_point,
@@ -382,10 +421,13 @@ POINTS = dict(
     phuong_probability_large=phuong_probability_large_point,
     moves_draws=moves_draws_point,
     hinted_draws=hinted_draws_point,
+    lyu_horizons=lyu_horizons_point,
 )
 
 
 def _grid(name: str) -> list[dict]:
+    if name == "lyu_horizons":
+        return [dict(p) for p in LYU_HORIZON_POINTS]
     if name == "hinted_draws":
         return [
             dict(kind=k, seed=s) for k, seeds in HINTED_KINDS.items() for s in seeds
@@ -419,6 +461,8 @@ def grid_key(name: str, base: str | None = None) -> str:
         h.update(f"{DRAW_MOVES!r} {DRAWS!r}".encode())
     elif name == "hinted_draws":
         h.update(f"{HINTED_KINDS!r} {HINTED_RTOL!r}".encode())
+    elif name == "lyu_horizons":
+        h.update(repr(LYU_HORIZON_POINTS).encode())
     elif name.endswith("_large"):
         h.update(repr(LARGE_SCALE).encode())
     h.update(repr(source_closure([POINTS[name]])).encode())
@@ -990,3 +1034,118 @@ def lyu_clause_misses(
             stall_drop_hi=float(drop.max()),
         ),
     )
+
+
+def lyu_continued(points) -> tuple:
+    """Lyu Thm 4.3 draws continued in log time, ``points`` as
+    ``(width, seed, data_seed)``: the stored ``lyu_horizons`` grid's row where it
+    has the point, :func:`twolayer.synthesis.lyu_horizon_run` computed here
+    otherwise; and whether the stored grid is stale."""
+    import pandas as pd
+
+    from . import synthesis
+
+    if path("lyu_horizons").exists():
+        frame, stale = load("lyu_horizons")
+    else:  # not stored yet: every point computed here
+        frame, stale = pd.DataFrame(columns=["width", "seed", "data_seed"]), True
+    rows = []
+    for w, s, ds in points:
+        row = frame[(frame.width == w) & (frame.seed == s) & (frame.data_seed == ds)]
+        if len(row):
+            rows.append(row.iloc[0].to_dict())
+        else:
+            out = synthesis.lyu_horizon_run(int(w), int(s), data_seed=int(ds))
+            rows.append(dict(out, data_seed=ds))
+    return pd.DataFrame(rows), stale
+
+
+def lyu_resolution(hits, continued, tol: float, hits_200=None) -> dict:
+    """Thm 4.3's clause read at the horizons where its misses are resolved:
+    ``hits`` (bool per draw: gap ≤ ``tol`` at 1e300, counted at the limit at
+    every later horizon) and ``continued`` (:func:`lyu_continued` of the misses).
+    ``log10_t``: 300, then each stored horizon up to the last one a miss was run
+    to; ``frequency``: the fraction of draws at the limit at each; ``successes``:
+    per draw at the last horizon; quotes of the worst miss."""
+    from .synthesis import LYU_HORIZONS
+
+    hits = np.asarray(hits, bool)
+    last = float(continued.reached.max()) if len(continued) else 300.0
+    hs = [h for h in LYU_HORIZONS if 300.0 <= h <= last]
+    freq = [] if hits_200 is None else [float(np.mean(hits_200))]
+    hs = hs if hits_200 is None else [200.0, *hs]
+    for h in hs[len(freq) :]:
+        ok = (  # a miss once resolved counts as at the limit later on, as a hit
+            (continued.resolved <= h).to_numpy(bool) if len(continued) else []
+        )
+        freq.append((hits.sum() + int(np.sum(ok))) / hits.size)
+    at_end = (
+        continued.resolved.notna().to_numpy(bool)
+        if len(continued)
+        else np.array([], bool)
+    )
+    successes = hits.copy()  # the misses in draw order, as continued's rows
+    successes[np.flatnonzero(~hits)[: at_end.size]] = at_end
+    quotes = dict(cont_last=last, cont_misses=len(continued))
+    if len(continued):
+        worst = continued.loc[continued["gap@300"].idxmax()]
+        quotes.update(
+            cont_worst_300=worst["gap@300"],
+            cont_worst_resolved=worst["resolved"],
+            cont_worst_end=worst[f"gap@{worst['reached']:g}"],
+            cont_worst_margin_300=worst["margin@300"],
+            cont_worst_margin_end=worst[f"margin@{worst['reached']:g}"],
+            cont_worst_kkt=worst["kkt@300"],
+            cont_resolved=int(continued.resolved.notna().sum()),
+        )
+    return dict(log10_t=hs, frequency=freq, successes=successes, quotes=quotes)
+
+
+def lyu_limits_resolution(L: dict, first: int, tol: float, width: int) -> dict:
+    """The limits page's Thm 4.3 draws (:func:`twolayer.synthesis.lyu_limits` ``L``,
+    drawn from ``first``, each with its own data): every miss at 1e300 continued
+    (:func:`lyu_continued`, ``continued``, ``stale``) and the clause read where
+    they are resolved (:func:`lyu_resolution`)."""
+    n = len(L["err"]) + len(L["skipped"])
+    draws = [d for d in range(first, first + n) if d not in L["skipped"]]
+    hits = np.asarray(L["err"]) <= tol
+    misses = [(width, d, d) for d, h in zip(draws, hits) if not h]
+    continued, stale = lyu_continued(misses)
+    res = lyu_resolution(hits, continued, tol, hits_200=L["err_200"] <= tol)
+    return dict(res, continued=continued, stale=stale)
+
+
+def lyu_clause_resolution(clause, frame, tol: float) -> dict:
+    """Lyu Thm 4.3's probability clause per width read where its misses are
+    resolved: ``clause`` the ``Lyu Thm 4.3`` rows of :func:`clauses`, ``frame`` the
+    ``lyu_probability`` grid (data draw 0). Every miss at 1e300 with ``b̄`` of both
+    signs is continued in log time (:func:`lyu_continued`); a miss with Lemma 5.4's
+    event is the theorem's failure and stays one. Per width ``m``: ``successes`` at
+    the last horizon, ``log10_t`` and ``frequency`` (:func:`lyu_resolution`);
+    ``continued`` (all widths' continued misses) and ``stale``; quotes."""
+    import pandas as pd
+
+    out, conts, stale = {}, [], False
+    for r in clause.itertuples():
+        g = frame[frame.width == r.m].sort_values("seed")
+        hits = (g.lyu <= tol).to_numpy(bool)
+        event = g.same_sign_b.to_numpy(bool)
+        misses = [(r.m, int(s), 0) for s in g.seed[~hits & ~event]]
+        cont, st = lyu_continued(misses)
+        stale = stale or st
+        # the event's misses are failures at every horizon: not continued
+        res = lyu_resolution(hits | event, cont, tol)
+        res["successes"] = np.where(event & ~hits, False, res["successes"])
+        res["frequency"] = [f - float((event & ~hits).mean()) for f in res["frequency"]]
+        out[r.m] = res
+        conts.append(cont)
+    continued = pd.concat([c for c in conts if len(c)], ignore_index=True)
+    resolved = continued[continued.resolved.notna()]
+    quotes = dict(
+        res_misses=len(continued),
+        res_resolved=len(resolved),
+        res_first=float(resolved.resolved.min()) if len(resolved) else np.nan,
+        res_last=float(resolved.resolved.max()) if len(resolved) else np.nan,
+        res_horizon=float(continued.reached.max()),
+    )
+    return dict(per_width=out, continued=continued, stale=stale, quotes=quotes)

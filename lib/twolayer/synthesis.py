@@ -837,6 +837,9 @@ def lyu_limits(
     return dict(
         runs=runs,
         err=err,
+        err_200=np.array(
+            [float(np.interp(200, r["log10_t"], r["err"])) for r in small]
+        ),
         err_phase1=phase1,
         phase1_best=phase1[: len(seeds)].min(),
         good_embedding=last(small, "good_embedding").astype(bool),
@@ -1068,4 +1071,195 @@ def lyu_sigma_quotes(C: dict, sigmas, tol: float) -> dict:
         lyu_balanced_gap=worst["balanced"],
         lyu_gap_200=C["gap_200"],
         lyu_gap_fine=C["gap_fine"],
+    )
+
+
+# ------------------------------------------- Lyu Thm 4.3's misses continued in log time
+
+# horizons (log10 t) at which a continued flow is read, and the horizons it is run to
+# in turn (each run stops the continuation once the gap is within tolerance)
+LYU_HORIZONS = (200.0, 300.0, 1e3, 3e3, 1e4, 3e4, 1e5, 3e5, 1e6, 2e6, 3e6, 4e6, 5e6)
+LYU_CAPS = (1e3, 1e5, 5e6)
+
+
+def _mass_ratio(a) -> float:
+    """``max(a1²/a2², a2²/a1²)`` of a balanced two-neuron net: the ratio of the two
+    neurons' masses (``|a_k| = ‖w_k‖``), 1 at Thm 4.3's limit."""
+    q = float((a[0] / a[1]) ** 2)
+    return max(q, 1 / q)
+
+
+def lyu_horizon_run(
+    width: int,
+    seed: int,
+    *,
+    data_seed: int | None = None,
+    tol: float = 0.05,
+    alpha: float = 0.5,
+    r: float = 1e-6,
+    horizons=LYU_HORIZONS,
+    caps=LYU_CAPS,
+    event_sigma: float = 1e-4,
+) -> dict:
+    """One Lyu et al. Thm 4.3 draw continued in the log-time clock
+    (:func:`twolayer.flows.gradient_flow` with ``log10_t_max``): data
+    :func:`lyu_data` of ``data_seed`` (default ``seed``), Gaussian init of width
+    ``width`` from ``seed``. With ``b̄`` of both signs, the σ → 0 flow (Thm 5.5's two
+    neurons from Lemma 5.4's ``r θ̂``, as :func:`lyu_two_neuron_gap`), run to each
+    horizon of ``caps`` in turn until its gap is within ``tol``; otherwise (Lemma
+    5.4's event: the theorem's failure) the width-``width`` net at σ =
+    ``event_sigma`` to ``caps[1]``. Per horizon of ``horizons`` reached: the relative
+    sup gap to ``(1+α)/4⟨w*, x⟩`` (``gap@h``), the two neurons' mass ratio
+    (``mass@h``, :func:`_mass_ratio`) and the normalised margin over the global
+    maximum (``margin@h``); ``resolved``: the first horizon with gap ≤ ``tol`` (NaN:
+    none), ``reached``: the last horizon run to, ``imbalance``:
+    ``max(|b̄+|/|b̄−|, inverse)``, ``kkt@300``: the KKT stationarity residual at
+    ``t = 10^300`` (:func:`twolayer.theory.lyu2021.kkt_check`)."""
+    from .flows import gradient_flow
+
+    data, X_eval = lyu_data(seed if data_seed is None else data_seed)
+    w_star = lyu2021.max_margin_separator(data.X, data.y)
+    target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
+    best = lyu2021.global_max_margin_symmetric(data.X, data.y, alpha)
+    mu_bar = lyu2021.mu(data.X, data.y)
+    mu_bar = mu_bar / np.linalg.norm(mu_bar)
+    net = TwoLayerNet(data.d, width, alpha=alpha, init="gaussian", seed=seed)
+    b = lyu2021.embedding_vector(*net.weights(), mu_bar)
+    event = not lyu2021.is_good_embedding(b)
+    if event:
+        start = TwoLayerNet(
+            data.d,
+            width,
+            alpha=alpha,
+            init="gaussian",
+            init_scale=event_sigma,
+            seed=seed,
+        )
+        caps, imbalance = caps[:2], np.inf
+    else:
+        W, a = lyu2021.phase2_start(b, mu_bar)
+        start = TwoLayerNet.from_weights(r * W, r * a, alpha=alpha)
+        imbalance = _mass_ratio(a) ** 0.5
+    out = dict(width=width, seed=seed, event=event, imbalance=imbalance)
+    for cap in caps:
+        hs = [h for h in horizons if h <= cap]
+        flow = gradient_flow(
+            start,
+            data,
+            log10_t_max=cap,
+            snapshot_log10_times=hs,
+            rtol=1e-5,
+            atol=1e-8,
+            late_method="Radau",
+        )
+        snaps = dict(zip(hs, flow.snapshots))
+        gaps = {
+            h: lyu2021.limit_error(s["W"], s["a"], X_eval, target, alpha)
+            for h, s in snaps.items()
+        }
+        if gaps[hs[-1]] <= tol:
+            break
+    for h in horizons:
+        s = snaps.get(h)
+        out[f"gap@{h:g}"] = gaps[h] if s is not None else np.nan
+        out[f"mass@{h:g}"] = (
+            _mass_ratio(s["a"]) if s is not None and not event else np.nan
+        )
+        out[f"margin@{h:g}"] = (
+            lyu2021.normalized_margin(s["W"], s["a"], data.X, data.y, alpha) / best
+            if s is not None
+            else np.nan
+        )
+    hit = [h for h in hs if gaps[h] <= tol]
+    end = snaps[300.0]
+    kkt = lyu2021.kkt_check(end["W"], end["a"], data.X, data.y, alpha)
+    out.update(
+        resolved=hit[0] if hit else np.nan,
+        reached=hs[-1],
+        **{"kkt@300": float(kkt.stationarity)},
+    )
+    return out
+
+
+def weighted_direction_gap(W, a, w_plus, w_minus) -> float:
+    """Phuong & Lampert Thm 1's gap as the theorem weighs neurons, on ``W/‖W‖_F``:
+    ``Σ_j ‖w_j‖² (1 − cos(w_j, w_{sign a_j})) / ‖W‖_F²`` — a neuron counts by its
+    share of the mass, so a vanishing neuron (which ``W/‖W‖_F`` does not see) does not
+    set it, unlike :func:`live_gap`'s max over live neurons."""
+    W = np.asarray(W, float)
+    mass = (W**2).sum(axis=1)
+    cos = phuong2021.cosines_to_max_margin(W, a, w_plus, w_minus)
+    return float((mass * (1 - cos)).sum() / mass.sum())
+
+
+OVERLAY_HORIZONS = (300.0, 3000.0)
+
+
+def overlay_decay_run(
+    seed: int,
+    init_scale: float,
+    *,
+    n: int = 40,
+    d: int = 5,
+    std: float = 0.5,
+    alpha: float = 0.0,
+    width: int = 20,
+    horizons=OVERLAY_HORIZONS,
+) -> dict:
+    """The overlay's flow (:func:`overlay_run`'s data and init, draw ``seed``)
+    continued in log time to ``10^horizons[-1]``: the weighted Phuong gap
+    (:func:`weighted_direction_gap`) and :func:`live_gap` at each horizon
+    (``gap@h``, ``live@h``) and the decay ratio ``ratio`` = weighted gap at the
+    last horizon over the first (a ``1/log t`` decay from 10^300 to 10^3000: 0.1;
+    a stall: 1); the rival, the same weighted gap to the early-phase directions
+    ``x̂±`` (normalised class sums, ``xhat@h``) and its ratio ``xhat_ratio``."""
+    from .flows import gradient_flow
+
+    data = synthesis_data(n, d, std=std, seed=seed)
+    w_plus, w_minus = max_margin_pair(data)
+    x_plus, x_minus = phuong2021.early_phase_directions(data.X, data.y)
+    net = TwoLayerNet(
+        d, width, alpha=alpha, init="balanced", init_scale=init_scale, seed=seed
+    )
+    run = gradient_flow(
+        net,
+        data,
+        log10_t_max=max(horizons),
+        snapshot_log10_times=horizons,
+        rtol=1e-5,
+        atol=1e-8,
+        late_method="Radau",
+    )
+    out = dict(seed=seed, init_scale=init_scale)
+    for h, s in zip(horizons, run.snapshots):
+        out[f"gap@{h:g}"] = weighted_direction_gap(s["W"], s["a"], w_plus, w_minus)
+        out[f"live@{h:g}"] = live_gap(s["W"], s["a"], data.X, w_plus, w_minus)
+        out[f"xhat@{h:g}"] = weighted_direction_gap(s["W"], s["a"], x_plus, x_minus)
+    first, end = f"{horizons[0]:g}", f"{horizons[-1]:g}"
+    out["ratio"] = out[f"gap@{end}"] / out[f"gap@{first}"]
+    out["xhat_ratio"] = out[f"xhat@{end}"] / out[f"xhat@{first}"]
+    return out
+
+
+def overlay_decays(seeds, init_scale: float, **kw) -> dict:
+    """:func:`overlay_decay_run` on each seed: the decay ratios of the weighted
+    Phuong gap (``ratio``) and of its early-phase rival (``xhat_ratio``), the gaps
+    per horizon (``table``); with quotes."""
+    import pandas as pd
+
+    table = pd.DataFrame([overlay_decay_run(s, init_scale, **kw) for s in seeds])
+    h0, h1 = (f"{h:g}" for h in (OVERLAY_HORIZONS[0], OVERLAY_HORIZONS[-1]))
+    return dict(
+        table=table,
+        ratio=table.ratio.to_numpy(),
+        xhat_ratio=table.xhat_ratio.to_numpy(),
+        quotes=dict(
+            decay_hi=table.ratio.max(),
+            decay_lo=table.ratio.min(),
+            decay_rival_lo=table.xhat_ratio.min(),
+            wgap_300=table[f"gap@{h0}"].max(),
+            wgap_3000=table[f"gap@{h1}"].max(),
+            live_300=table[f"live@{h0}"].max(),
+            live_3000=table[f"live@{h1}"].max(),
+        ),
     )

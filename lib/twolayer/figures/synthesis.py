@@ -333,3 +333,44 @@ def hinted_move(symmetric, hinted, threshold):
     ax.set(ylabel="relative sup gap at $t=10^{300}$")
     ax.legend(fontsize=8)
     return fig
+
+
+def lyu_continued(continued, threshold=0.05, horizons=None):
+    """Lyu Thm 4.3's misses at ``t = 10^300`` continued in log time (rows of
+    :func:`twolayer.regimes.lyu_continued`): each miss's relative sup gap against
+    ``log10 t`` on a log axis, up to the horizon it was run to, with the
+    tolerance; the stalling rival (Lemma 5.4's event, if present) dashed."""
+    from matplotlib.ticker import NullFormatter
+
+    from ..synthesis import LYU_HORIZONS
+
+    horizons = LYU_HORIZONS if horizons is None else horizons
+    fig, ax = plots.panels(1, 1, height=3.6)
+    ax = np.atleast_1d(ax)[0]
+    for _, row in continued.iterrows():
+        h = np.array([x for x in horizons if np.isfinite(row[f"gap@{x:g}"])])
+        event = bool(row["event"])
+        ax.loglog(
+            h,
+            [row[f"gap@{x:g}"] for x in h],
+            "--" if event else "o-",
+            ms=3,
+            color="C3" if event else "C0",
+            label=(
+                "Lemma 5.4's event (b̄ of one sign)"
+                if event
+                else "a miss at $10^{300}$ (σ → 0 flow)"
+            ),
+        )
+    ax.axhline(threshold, color="k", ls=":", label=f"tolerance {threshold:g}")
+    ax.set(
+        xlabel="$\\log_{10} t$",
+        ylabel="relative sup gap",
+        title="Thm 4.3's misses, continued",
+    )
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    handles, labels = ax.get_legend_handles_labels()
+    keep = dict(zip(labels, handles))
+    ax.legend(keep.values(), keep.keys(), loc="best", fontsize=9)
+    plots.fit_titles(fig)
+    return fig
