@@ -288,3 +288,13 @@ synthesis.lyu_thm43.clause:
     # 1 - freq: 0.8 -> 0.4 per decade of log10 t: x0.5, still converging
     assert c.verdict == "not resolved" and c.trend["ratio"] == pytest.approx(0.5)
     assert not c.failing
+
+
+def test_a_missing_quantifier_is_refused_when_required(tmp_path, monkeypatch):
+    plain = LIMIT.replace("  quantifier: every\n", "").replace("  limit: true\n", "")
+    monkeypatch.setattr(claims, "QUANTIFIER_REQUIRED", True)
+    with pytest.raises(ValueError, match="register its quantifier"):
+        gap(ledger(tmp_path, plain), measured=SMALL)
+    assert gap(ledger(tmp_path), measured=SMALL, trend=([30, 300], [0.1, 0.017]))
+    monkeypatch.setattr(claims, "QUANTIFIER_REQUIRED", False)
+    assert gap(ledger(tmp_path, plain), measured=SMALL).quantifier is None

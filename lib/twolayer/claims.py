@@ -396,6 +396,9 @@ def _registered(method):
 
 
 LIMIT_KINDS = ("prediction", "finding")
+# Every prediction and finding states the paper's quantifier (format v3); while
+# False a claim without one is accepted (quantifier null in its JSON).
+QUANTIFIER_REQUIRED = False
 # A limit claim's distance to its limit, per decade of log10 t (x10 in log t): a
 # 1/log t decay shrinks it x0.1, a stall x1. "Still falls": it shrinks by more than
 # 10% (ratio < FALLING_RATIO); a stall: by less (ratio >= STALL_RATIO) while the
@@ -410,7 +413,14 @@ def _check_quantifier(id: str, method: str, kind: str, meta: dict) -> None:
     "for most") through :meth:`Ledger.probability`, a statement for every
     initialisation / data set (or the book's own) on the worst seed."""
     q = meta.get("quantifier")
-    if q is None or kind not in ("prediction", "finding"):
+    if kind not in ("prediction", "finding"):
+        return
+    if q is None:
+        if QUANTIFIER_REQUIRED:
+            raise ValueError(
+                f"{kind} {id!r}: register its quantifier (every, probability, most "
+                "or book) and quantifier_source: where the paper states it"
+            )
         return
     if q in ("probability", "most") and method != "probability":
         src = meta.get("quantifier_source")
