@@ -316,3 +316,25 @@ def test_horizon_grid_and_trend():
     np.testing.assert_allclose(angle, expected, rtol=1e-6)
     with pytest.raises(ValueError, match="log10_ts"):
         F.trend(_Linear([0.2, 1.5]), ds, [np.nan], lambda s: 0.0)
+
+
+def test_fixed_second_layer_agrees_at_1e300_and_clusters_like_1_over_log_t():
+    """L = 1 (Sarussi et al.'s fixed ±1 second layer, the Cartesian early phase):
+    the log-time run agrees with the ``t_max`` run at 1e300, and the clustering
+    ratio of Thm 6.1 then falls like c/log t (ratio · log10 t constant to
+    0.5 % from 10^300 to 10^(10^6))."""
+    from twolayer import data as D
+    from twolayer.theory import sarussi2021
+
+    ds = D.antipodal_gaussians(60, 10, mean=1.0, std=0.5, seed=0)
+    net = M.TwoLayerNet.fixed_second_layer(10, 5, alpha=0.2, init_scale=1e-3, seed=0)
+
+    def ratio(s):
+        return sarussi2021.clustering_ratio(*sarussi2021.split_neurons(s["W"], 5))
+
+    kw = dict(rtol=1e-7, atol=1e-10)
+    old = F.gradient_flow(net, ds, 1e300, n_snapshots=2, **kw)
+    xs, r = F.trend(net, ds, [300, 3000, 3e4, 1e6], ratio, **kw)
+    assert r[0] == pytest.approx(ratio(old.final), rel=1e-5)
+    c = r * xs
+    assert np.ptp(c) <= 5e-3 * c.mean() and np.all(np.diff(r) < 0)
