@@ -519,8 +519,9 @@ const col = (document.querySelector('article.bd-article') || main)
             .getBoundingClientRect();
 const visible = e => { const r = e.getBoundingClientRect();
                        return r.width > 0 && r.height > 0; };
+// textContent: the rows of a closed dropdown are not rendered (no innerText)
 const rows = t => [...t.querySelectorAll('tbody tr')].map(
-    tr => [...tr.children].map(td => td.innerText.trim()));
+    tr => [...tr.children].map(td => td.textContent.replace(/\\s+/g, ' ').trim()));
 const box = main.querySelector('.verdict-box');
 let before = null;
 if (box) {
