@@ -130,9 +130,7 @@ def heldout_text(c: dict) -> str:
         text = "holds on the held-out block"
     else:
         text = f"holds on {holds} of {blocks} held-out {word}"
-    if h.get("stale"):
-        text += " (stored sweep stale)"
-    return text
+    return text  # a stale sweep is said once per box (:func:`box`)
 
 
 def trend_text(c: dict) -> str:
@@ -204,7 +202,13 @@ def box(
         ":class-card: verdict-box",
         "",
         f"**What this page finds** · {_summary(claims)} · "
-        f"{{doc}}`How to read a verdict <{READING}>`",
+        f"{{doc}}`How to read a verdict <{READING}>`"
+        + (
+            " · held-out records from a sweep stored at earlier code "
+            "({doc}`robustness </book/robustness>`)"
+            if any((c.get("heldout") or {}).get("stale") for c in claims)
+            else ""
+        ),
         "",
     ]
     if main:
