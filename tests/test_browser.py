@@ -511,7 +511,7 @@ def test_no_raw_tex_in_navigation_or_search(visits, site):
 #    legible figures, at a desktop and a phone width ----------------------------------
 WIDTHS = (1280, 420)
 MIN_SCREEN_FONT = 8.0  # px: the smallest text a figure may show on screen
-STATEMENT_WORDS = (12, 350)  # the first markdown cell: the title and the statement
+STATEMENT_WORDS = (12, 400)  # the first markdown cell: the title and the statement
 
 JS_READER = """
 const main = document.querySelector('main') || document.body;
