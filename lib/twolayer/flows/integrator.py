@@ -1,5 +1,6 @@
 """Gradient flow proper: an adaptive integrator that reaches the late phase
-(``t`` up to ``1e300``), where the papers' limits live."""
+(``t`` up to ``1e300``; with ``log10_t_max``, any horizon through
+:mod:`.logtime`), where the papers' limits live."""
 
 from __future__ import annotations
 
@@ -186,6 +187,21 @@ class MarginOracle:
         turns the margins of ``φ̂`` into those of ``θ``). The same quantity as
         :meth:`weighted_gradient` with that ``ω``, in a third of the NumPy calls: the
         integrator's steps are dominated by this call on the books' small networks."""
+
+        def weigh(out: np.ndarray) -> tuple[np.ndarray, float]:
+            lg = _log_expit(out * (self.y * -scale))  # log σ(−Q_i), Q_i = scale·q_i
+            top = float(lg.max())
+            return np.exp(lg - top), top
+
+        return self.two_layer_weighted(phi, weigh)
+
+    def two_layer_weighted(
+        self, phi: np.ndarray, weigh: Callable[[np.ndarray], tuple[np.ndarray, Any]]
+    ) -> tuple[np.ndarray, Any]:
+        """``(Σ_i ω_i ∇q_i(φ), extra)`` on the fast path, with
+        ``(ω, extra) = weigh(f_φ(X))`` (the outputs, not yet times ``y``): the one
+        NumPy gradient of :meth:`two_layer_gradient` and of the late phase
+        (:class:`~twolayer.flows.logtime.LateField`)."""
         md = self.m * self.d
         W = phi[:md].reshape(self.m, self.d)
         if self.live is not None:
@@ -194,17 +210,16 @@ class MarginOracle:
         slope = np.where(Z > 0, 1.0, self.alpha)
         act = Z * slope  # = leaky_relu(Z, α), bit for bit
         a = phi[md:] if self.train_a else self.a_fixed
-        lg = _log_expit((act @ a) * (self.y * -scale))  # log σ(−Q_i), Q_i = scale·q_i
-        top = float(lg.max())
-        wy = np.exp(lg - top) * self.y
+        w, extra = weigh(act @ a)
+        wy = w * self.y
         gW = (slope * np.multiply.outer(wy, a)).T @ self.X_live
         if self.live is not None:
             full = np.zeros((self.m, self.d))
             full[:, self.live] = gW
             gW = full
         if not self.train_a:
-            return gW.ravel(), top
-        return np.concatenate((gW.ravel(), act.T @ wy)), top
+            return gW.ravel(), extra
+        return np.concatenate((gW.ravel(), act.T @ wy)), extra
 
     def _load(self, phi: np.ndarray) -> None:
         with torch.no_grad():

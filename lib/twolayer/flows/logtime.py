@@ -84,25 +84,9 @@ class LateField:
         """``U = −∇ log L(θ)`` (the reduction's constant cancels)."""
         o = self.o
         if o.fast:
-            md = o.m * o.d
-            W = theta[:md].reshape(o.m, o.d)
-            if o.live is not None:
-                W = W[:, o.live]
-            Z = o.X_live @ W.T
-            slope = np.where(Z > 0, 1.0, o.alpha)
-            act = Z * slope
-            a = theta[md:] if o.train_a else o.a_fixed
-            Q = (act @ a) * o.y
-            w = self._weights(Q)
-            wy = w * o.y
-            gW = (slope * np.multiply.outer(wy, a)).T @ o.X_live
-            if o.live is not None:
-                full = np.zeros((o.m, o.d))
-                full[:, o.live] = gW
-                gW = full
-            if not o.train_a:
-                return gW.ravel()
-            return np.concatenate((gW.ravel(), act.T @ wy))
+            return o.two_layer_weighted(
+                theta, lambda out: (self._weights(out * o.y), None)
+            )[0]
         _, U = o.weighted_gradient(theta, self._weights)
         return U
 
