@@ -12,6 +12,7 @@ Rooms (one idea each):
 - :mod:`metrics` — measurements shared by several papers;
 - :mod:`theory` — one module per paper (``phuong2021``, ``sarussi2021``,
   ``min2024``, ``lyu2021``) and ``margins`` (SVMs and KKT checks);
+- :mod:`limit_data` — the data sets the synthesis pages and the regime maps share;
 - :mod:`synthesis`, :mod:`regimes` — the four predictions on one run; the regime
   maps over init scale, width and seeds (stored grids);
 - :mod:`sweeps` — a function over points in parallel processes;
@@ -27,8 +28,9 @@ Rooms (one idea each):
 - :mod:`prose` — ``glue`` for numbers quoted in the text;
 - :mod:`validation` — argument checks;
 - :mod:`codekey` — what a stored result was computed with: code as a syntax tree
-  (the keys of the run cache, the page cache, the held-out sweeps and the regime
-  grids; reformatting keeps them);
+  (the keys of the run cache, the page cache, the held-out sweeps and the stored
+  grids, with ``source_closure``: the library code a stored point runs;
+  reformatting keeps them);
 - :mod:`pipeline` — executing, caching and rendering the book (the ``twolayer``
   command), one job per module: ``pages``, ``declarations`` (notebooks' parameter
   declarations and the check of rerun values), ``imports`` (the import graph that

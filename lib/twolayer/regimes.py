@@ -43,6 +43,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .codekey import FLOW_CODE as _CODE
+from .codekey import source_closure
 from .limit_data import lyu_data, sarussi_data  # noqa: F401  (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,13 +59,6 @@ PROBABILITY_SCALE = 1e-4
 # thresholds of the limits, the same as the limits page's (fixed from theory before the
 # runs)
 THRESHOLDS = dict(phuong=1e-3, lyu=0.05, sarussi=1e-3, min_aligned=1.0, stable_rank=2.0)
-_CODE = (
-    "data.py",
-    "models.py",
-    "flows/integrator.py",
-    "flows/steps.py",
-    "flows/logtime.py",
-)
 LATE_TIMES = (1e100, 1e150, 1e200, 1e250, 1e300)
 
 
@@ -84,77 +79,6 @@ def code_key() -> str:
     settings = (SCALES, WIDTHS, SEEDS, PROBABILITY_WIDTHS, PROBABILITY_SEEDS)
     h.update(repr((*settings, PROBABILITY_SCALE, T_MAX, LATE_TIMES)).encode())
     return h.hexdigest()[:12]
-
-
-def _resolve(node, names: dict):
-    """The object an ``ast.Name`` or ``module.attr`` node refers to, or None."""
-    import ast
-    import inspect
-
-    if isinstance(node, ast.Name):
-        return names.get(node.id)
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
-        owner = names.get(node.value.id)
-        if inspect.ismodule(owner):
-            return getattr(owner, node.attr, None)
-    return None
-
-
-def _local_imports(tree, module) -> dict:
-    """Names bound by ``import`` statements inside a function's body."""
-    import ast
-    import importlib
-
-    out = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            mod = importlib.import_module(base, package=module.__package__)
-            for alias in node.names:
-                value = getattr(mod, alias.name, None)
-                if value is None:
-                    value = importlib.import_module(f"{mod.__name__}.{alias.name}")
-                out[alias.asname or alias.name] = value
-    return out
-
-
-def source_closure(roots) -> list[tuple[str, str]]:
-    """The library code a grid point runs: the source (syntax tree) of each root
-    function and, transitively, of every function or class of the ``twolayer``
-    library it names (``f``, ``module.f``, names imported inside the body), plus the
-    value of every module constant it reads. Files hashed whole (:data:`_CODE`) are
-    not walked. So a new function in a theory module, or an edit of one no grid
-    point calls, keeps the grids current; an edit of one they call makes them stale."""
-    import ast
-    import inspect
-    import textwrap
-
-    from .codekey import canonical
-
-    whole = {"twolayer." + rel[:-3].replace("/", ".") for rel in _CODE}
-    seen: dict[str, str] = {}
-    stack = list(roots)
-    while stack:
-        obj = inspect.unwrap(stack.pop())
-        name = f"{obj.__module__}.{obj.__qualname__}"
-        if name in seen:
-            continue
-        src = textwrap.dedent(inspect.getsource(obj))
-        seen[name] = canonical(src).hex()
-        module = sys.modules[obj.__module__]
-        tree = ast.parse(src)
-        names = {**vars(module), **_local_imports(tree, module)}
-        for node in ast.walk(tree):
-            value = _resolve(node, names)
-            owner = getattr(value, "__module__", "") or ""
-            if inspect.isfunction(value) or inspect.isclass(value):
-                if owner.startswith("twolayer.") and owner not in whole:
-                    stack.append(value)
-            elif isinstance(node, ast.Name) and isinstance(
-                value, (int, float, str, tuple, frozenset)
-            ):
-                seen[f"{module.__name__}.{node.id}"] = repr(value)
-    return sorted(seen.items())
 
 
 def _commit() -> str:

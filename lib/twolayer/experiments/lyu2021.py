@@ -1117,12 +1117,11 @@ def thm62_regime_key() -> str:
     import hashlib
     from pathlib import Path
 
-    from ..codekey import canonical
-    from ..regimes import _CODE, source_closure
+    from ..codekey import FLOW_CODE, canonical, source_closure
 
     lib = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for rel in _CODE:
+    for rel in FLOW_CODE:
         h.update(canonical((lib / rel).read_text()))
     settings = (THM62_T_MAX, THM62_SEEDS, THM62_RTOL, THM62_CHECK, THM62_SETTINGS)
     h.update(repr((settings, THM62_BOOK_DATA, THM62_REDRAW)).encode())

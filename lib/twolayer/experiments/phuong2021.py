@@ -597,13 +597,12 @@ def appd_long_run(seed: int, init_scale: float) -> pd.DataFrame:
 def appd_code_key() -> str:
     """What the stored App. D runs were computed with (12 hex digits): the files
     that build the data, the network and the Adam run, the code
-    :func:`appd_long_run` calls (:func:`twolayer.regimes.source_closure`) and the
+    :func:`appd_long_run` calls (:func:`twolayer.codekey.source_closure`) and the
     settings, as syntax trees (:mod:`twolayer.codekey`), and the data's
     :func:`~twolayer.data.fingerprint`."""
     import hashlib
 
-    from ..codekey import canonical
-    from ..regimes import source_closure
+    from ..codekey import canonical, source_closure
 
     lib = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()

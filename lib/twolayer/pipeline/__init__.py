@@ -27,6 +27,8 @@ One job per module:
 - :mod:`.kernels` — each worker's kernels forked from a process with the libraries
   imported;
 - :mod:`.generated` — the claims ledger and parameters pages (Markdown);
+- :mod:`.verdicts` — the verdict boxes, verdict tables and scorecards generated
+  from the claims JSON;
 - :mod:`.render` — staging the book source and rendering it with Jupyter Book;
 - :mod:`.lock` — storing claims tables in the source notebooks (for nbval);
 - :mod:`.nbval_entries` — a pytest plugin of ``make notebooks``: each notebook
