@@ -322,3 +322,26 @@ def test_a_recomputed_stored_grid_re_executes_the_page_that_reads_it(tmp_path):
     after = [cache.stored_grids_fingerprint(paths, p) for p in pages]
     assert before[0] != after[0], "the regimes page reads the grids: its key moves"
     assert before[1] == after[1], "a page that does not read them keeps its key"
+
+
+def test_placeholders_in_later_markdown_cells_print_the_value():
+    """Prose after the statement names a setting by value ({{name}}); a double
+    brace that names no parameter is left alone there (LaTeX), but not in the
+    first cell."""
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "source": "# Title"},
+            {
+                "cell_type": "markdown",
+                "source": ["trains {{epochs}} epochs", " $x^{{2}}$"],
+            },
+        ]
+    }
+    out = pipeline.fill_placeholders(nb, {"epochs": 50}, "phuong2021/appd_mnist")
+    assert out["cells"][1]["source"] == "trains 50 epochs $x^{{2}}$"
+    with pytest.raises(ValueError, match=r"names no parameter"):
+        pipeline.fill_placeholders(
+            {"cells": [{"cell_type": "markdown", "source": "# {{epochs}}"}]},
+            {},
+            "phuong2021/appd_mnist",
+        )

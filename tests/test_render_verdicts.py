@@ -230,3 +230,21 @@ def test_answer_sentence():
         verdicts.answer([claim(), claim()])
         == "All 2 of its predictions and findings hold."
     )
+
+
+def test_a_variant_page_suffixes_its_section_labels():
+    """Two pages never define one label: a variant's targets, its references to
+    them and its claims' sections get the variant's suffix; a base page keeps them."""
+    from twolayer.pipeline.render import variant_labels
+
+    text = "(min-fig5-phases)=\n## Phases\nsee {ref}`the phases <min-fig5-phases>`"
+    nb = {"cells": [{"cell_type": "markdown", "source": text}]}
+    claims = [{"section": "min-fig5-phases"}, {"section": None}]
+    out, own = variant_labels(nb, claims, "min2024/fig5_mnist_alignment__digits_3_8")
+    src = out["cells"][0]["source"]
+    assert src.startswith("(min-fig5-phases-digits-3-8)=")
+    assert "<min-fig5-phases-digits-3-8>`" in src
+    assert [c["section"] for c in own] == ["min-fig5-phases-digits-3-8", None]
+    base = {"cells": [{"cell_type": "markdown", "source": text}]}
+    same, mine = variant_labels(base, claims, "min2024/fig5_mnist_alignment")
+    assert same["cells"][0]["source"] == text and mine == claims

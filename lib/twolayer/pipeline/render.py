@@ -69,7 +69,8 @@ def _stage_into(paths: Paths, tmp: Path) -> None:
             raise RuntimeError(f"{nb} has not been executed")
         values = {k: p.default for k, p in parameters(paths, nb).items()}
         text = fill_placeholders(json.loads(src.read_text()), values, nb)
-        text = for_readers(text, nb, claims[nb], related_lines(nb, claims))
+        text, own = variant_labels(text, claims[nb], nb)
+        text = for_readers(text, nb, own, related_lines(nb, claims))
         (tmp / "book" / f"{nb}.ipynb").write_text(
             json.dumps(text, indent=1, ensure_ascii=False)
         )
@@ -145,6 +146,34 @@ def page_name(nb: str) -> str:
 
 
 LABEL = re.compile(r"^\(([^)\s]+)\)=\s*$", re.M)
+
+
+def variant_labels(nb: dict, claims: list[dict], page: str):
+    """A variant page (``<name>__<variant>``) is its notebook run with other
+    parameters: its section labels get the variant's suffix (in the targets, the
+    references to them in its text, and its claims' ``section``), so two pages
+    never define one label. Other pages are returned unchanged."""
+    if "__" not in page:
+        return nb, claims
+    suffix = "-" + page.split("__", 1)[1].replace("_", "-")
+    labels = set()
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            labels |= set(LABEL.findall(_text(cell)))
+    if not labels:
+        return nb, claims
+    names = "|".join(re.escape(x) for x in sorted(labels, key=len, reverse=True))
+    target = re.compile(rf"^\(({names})\)=", re.M)
+    ref = re.compile(rf"(\{{(?:ref|numref)\}}`(?:[^`<]*<)?)({names})(>?`)")
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            text = target.sub(lambda m: f"({m.group(1)}{suffix})=", _text(cell))
+            cell["source"] = ref.sub(lambda m: m[1] + m[2] + suffix + m[3], text)
+    claims = [
+        dict(c, section=c["section"] + suffix) if c.get("section") in labels else c
+        for c in claims
+    ]
+    return nb, claims
 
 
 def claims_label(nb: str) -> str:
@@ -320,13 +349,17 @@ PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 def fill_placeholders(nb: dict, values: dict, page: str) -> dict:
-    """A page's title and first paragraph, and its figure captions, name its
-    setting: ``{{name}}`` in the notebook's first markdown cell and in a cell's
-    ``mystnb.figure.caption`` is replaced by the page's parameter value (a
-    variant page gets its own). An unknown name is an error naming the page."""
+    """A page's text names its setting by value: ``{{name}}`` in the notebook's
+    markdown cells and in a cell's ``mystnb.figure.caption`` is replaced by the
+    page's parameter value (a variant page gets its own), so prose never prints a
+    parameter's name where its value belongs. In the first markdown cell (title
+    and statement) an unknown name is an error naming the page; later cells leave
+    a ``{{...}}`` that names no parameter as it is (LaTeX may use double braces)."""
 
-    def value(m: re.Match) -> str:
+    def value(m: re.Match, strict: bool = True) -> str:
         if m.group(1) not in values:
+            if not strict:
+                return m.group(0)
             raise ValueError(
                 f"{page}: placeholder {{{{{m.group(1)}}}}} names no parameter of the "
                 "page"
@@ -334,15 +367,13 @@ def fill_placeholders(nb: dict, values: dict, page: str) -> dict:
         v = values[m.group(1)]
         return format(v, "g") if isinstance(v, float) else str(v)
 
-    cell = next((c for c in nb["cells"] if c["cell_type"] == "markdown"), None)
-    if cell is not None:
-        text = (
-            "".join(cell["source"])
-            if isinstance(cell["source"], list)
-            else cell["source"]
-        )
-        cell["source"] = PLACEHOLDER.sub(value, text)
+    first = True
     for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            src = cell["source"]
+            text = "".join(src) if isinstance(src, list) else src
+            strict, first = first, False
+            cell["source"] = PLACEHOLDER.sub(lambda m: value(m, strict), text)
         figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
         if isinstance(figure.get("caption"), str):
             figure["caption"] = PLACEHOLDER.sub(value, figure["caption"])

@@ -569,9 +569,12 @@ def figure(rows, chapter: str, out: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from .. import plots
+
     rows = rows.reset_index(drop=True)
     lim = 1.0
-    fig, ax = plt.subplots(figsize=(7.4, 0.28 * len(rows) + 1.1))
+    font = plots.MIN_FONT  # page width, the book's smallest font: legible on a phone
+    fig, ax = plt.subplots(figsize=(plots.PAGE_WIDTH, 0.42 * len(rows) + 1.6))
     for i, r in rows.iterrows():
 
         def margin(v):
@@ -617,20 +620,22 @@ def figure(rows, chapter: str, out: Path) -> Path:
             )
     ax.axvline(0, color="k", lw=1)
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([c.split(".", 1)[1] for c in rows["claim"]][::-1], fontsize=8)
+    ax.set_yticklabels([c.split(".", 1)[1] for c in rows["claim"]][::-1], fontsize=font)
     ax.set_xlim(-lim - 0.1, lim + 0.1)
     ax.set_xlabel(
-        "signed margin to the threshold, relative (right of 0: the relation holds)",
-        fontsize=9,
+        "relative margin to the threshold (right of 0: holds)",
+        fontsize=font,
     )
     ax.set_title(
         f"{CHAPTER_TITLES.get(chapter, chapter)}: claims over held-out seeds "
         f"(thick: claim, grey: rival)",
-        fontsize=10,
+        fontsize=font,
+        wrap=True,
     )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    ax.tick_params(labelsize=font)
+    fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
 
