@@ -90,7 +90,8 @@ def fig5(it, loss, tr: min2024.Track, phases: min2024.PhaseSummary, title: str):
     axes[3].plot([], [], "k-.", label="loss halved")
     pairs = [p for a in (*axes, ax2) for p in zip(*a.get_legend_handles_labels())]
     keep = {lab: h for h, lab in pairs}
-    fig.legend(keep.values(), keep.keys(), loc="outside lower center", ncol=3)
+    # two columns: three of these labels side by side are wider than the page
+    fig.legend(keep.values(), keep.keys(), loc="outside lower center", ncol=2)
     fig.suptitle(title)
     plots.fit_titles(fig)
     return fig

@@ -627,10 +627,9 @@ def figure(rows, chapter: str, out: Path) -> Path:
         fontsize=font,
     )
     ax.set_title(
-        f"{CHAPTER_TITLES.get(chapter, chapter)}: claims over held-out seeds "
-        f"(thick: claim, grey: rival)",
+        f"{CHAPTER_TITLES.get(chapter, chapter)}: held-out seeds\n"
+        "thick: the claim, grey: its rival",
         fontsize=font,
-        wrap=True,
     )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
