@@ -372,6 +372,7 @@ def test_claims_ledger_page(visits, paths):
         r["id"] for r in compared if r["rival"] and r["rival"]["name"] not in shown
     ]
     assert not missing_rivals, f"rivals not shown on the ledger page: {missing_rivals}"
+
     def head(text: str) -> str:  # the header row (its cells' paragraphs: lines)
         return " ".join(text[:300].split()).lower()
 
