@@ -396,9 +396,9 @@ def _registered(method):
 
 
 LIMIT_KINDS = ("prediction", "finding")
-# Every prediction and finding states the paper's quantifier (format v3); while
-# False a claim without one is accepted (quantifier null in its JSON).
-QUANTIFIER_REQUIRED = False
+# Every prediction and finding states the paper's quantifier (format v3): a claim
+# without one is refused (tests may switch this off for a legacy registry).
+QUANTIFIER_REQUIRED = True
 # A limit claim's distance to its limit, per decade of log10 t (x10 in log t): a
 # 1/log t decay shrinks it x0.1, a stall x1. "Still falls": it shrinks by more than
 # 10% (ratio < FALLING_RATIO); a stall: by less (ratio >= STALL_RATIO) while the
