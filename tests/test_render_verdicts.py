@@ -232,6 +232,25 @@ def test_answer_sentence():
     )
 
 
+def test_where_not_names_the_paper_items_that_miss():
+    cs = [
+        claim(),
+        claim(source="App. D / Fig 3", verdict="does not reproduce"),
+        claim(source="Thm 6.2", heldout={"blocks": 3, "holds": 2}),
+        claim(source="Thm 6.2", heldout={"blocks": 3, "holds": 1}),
+        claim(source="Fig 1c", heldout={"blocks": 3, "holds": 0}),
+    ]
+    assert verdicts.where_not(cs) == (
+        "Does not reproduce: App. D / Fig 3. "
+        "Fails on some held-out seeds: Thm 6.2 and Fig 1c."
+    )
+    assert verdicts.where_not([claim(), claim(kind="identity", verdict="fails")]) == ""
+    many = [claim(source=f"Fig {i}", verdict="does not reproduce") for i in range(7)]
+    assert verdicts.where_not(many, limit=2) == (
+        "Does not reproduce: Fig 0, Fig 1 and 5 more."
+    )
+
+
 def test_a_variant_page_suffixes_its_section_labels():
     """Two pages never define one label: a variant's targets, its references to
     them and its claims' sections get the variant's suffix; a base page keeps them."""

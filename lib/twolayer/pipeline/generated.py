@@ -374,6 +374,7 @@ def front_scorecards(
             "",
             verdicts.answer(cs),
             "",
+            *([verdicts.where_not(cs), ""] if verdicts.where_not(cs) else []),
             _badges(cs),
             "",
             "**Scorecard and pages →**",

@@ -308,6 +308,34 @@ def answer(claims: list[dict]) -> str:
     return head + ("; " + prose.join(misses) if misses else "") + "."
 
 
+MISS_PHRASES = (
+    ("does not reproduce", "Does not reproduce"),
+    ("fails", "Fails"),
+    ("not resolved", "Not resolved at the horizon reached"),
+    ("fails on held-out seeds", "Fails on some held-out seeds"),
+)
+
+
+def where_not(claims: list[dict], limit: int = 4) -> str:
+    """Where it does not reproduce: per miss verdict, the paper items (the claims'
+    ``source``, each once, in order; at most ``limit`` then "and n more"), e.g.
+    "Does not reproduce: App. D / Fig 3. Fails on some held-out seeds: Fig 1c, Thm 6.2."
+    Empty when every prediction and finding holds."""
+    preds = [c for c in claims if c.get("kind") in SHOWN_KINDS]
+    out = []
+    for lab, phrase in MISS_PHRASES:
+        items = list(
+            dict.fromkeys(c.get("source") or c["id"] for c in preds if label(c) == lab)
+        )
+        if not items:
+            continue
+        shown = items[:limit] + (
+            [f"{len(items) - limit} more"] if len(items) > limit else []
+        )
+        out.append(f"{phrase}: {esc(prose.join(shown))}.")
+    return " ".join(out)
+
+
 def id_cell(claim_id: str) -> str:
     """A claim id that wraps only after its dots (a zero-width space there)."""
     return "{code}`" + claim_id.replace(".", ".\u200b") + "`"
