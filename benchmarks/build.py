@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from readme import write_table  # benchmarks/readme.py
+
 NO_CHANGE_TARGET = 30.0
 CLEAN_TARGET = 300.0
 CHAPTER_TARGETS: dict[str, float] = {}
@@ -135,14 +137,7 @@ def readme_table(results: dict) -> str:
 
 def update_readme(readme: Path, results: dict) -> bool:
     """Replace the text between the README's timing markers; False if absent."""
-    text = readme.read_text()
-    start, end = MARKERS
-    if start not in text or end not in text:
-        return False
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    readme.write_text(f"{head}{start}\n{readme_table(results)}\n{end}{tail}")
-    return True
+    return write_table(readme_table(results), MARKERS, readme)
 
 
 def module_edit(root: Path, command: str, jobs: int) -> dict | None:

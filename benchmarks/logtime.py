@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from readme import README, write_table  # benchmarks/readme.py
 
 import twolayer
 from twolayer import data as D
@@ -28,7 +29,6 @@ from twolayer.theory import lyu2021
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "logtime_results.json"
-README = HERE.parent / "README.md"
 MARKERS = ("<!-- LOGTIME_TIMINGS -->", "<!-- /LOGTIME_TIMINGS -->")
 SEED = 15
 TARGET = 180.0  # seconds of CPU to 10^(10^6) per problem: "seconds to a few minutes"
@@ -129,15 +129,7 @@ def table(results: dict) -> str:
 
 
 def write_readme(results: dict, readme: Path = README) -> bool:
-    text = readme.read_text()
-    start, end = MARKERS
-    if start not in text or end not in text:
-        print(f"README has no {start} markers; table not written")
-        return False
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    readme.write_text(f"{head}{start}\n{table(results)}\n{end}{tail}")
-    return True
+    return write_table(table(results), MARKERS, readme)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,8 +28,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from readme import README, write_table  # benchmarks/readme.py
+
 RESULTS = Path(__file__).resolve().parent / "sweep_results.json"
-README = Path(__file__).resolve().parents[1] / "README.md"
 MARKERS = ("<!-- SWEEP_TIMINGS -->", "<!-- /SWEEP_TIMINGS -->")
 SPEEDUP_TARGET, OVERHEAD_TARGET = 1.8, 0.3
 
@@ -112,15 +113,8 @@ def table(results: dict) -> str:
     )
 
 
-def write_readme(results: dict) -> None:
-    text = README.read_text()
-    start, end = MARKERS
-    if start not in text or end not in text:
-        print(f"README has no {start} markers; table not written")
-        return
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    README.write_text(f"{head}{start}\n{table(results)}\n{end}{tail}")
+def write_readme(results: dict) -> bool:
+    return write_table(table(results), MARKERS, README)
 
 
 def main() -> int:

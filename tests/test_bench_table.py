@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "build.py"
+sys.path.insert(0, str(BENCH.parent))  # build.py imports benchmarks/readme.py
 spec = importlib.util.spec_from_file_location("bench_build", BENCH)
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)

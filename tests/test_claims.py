@@ -20,6 +20,13 @@ EARLY = [0.95, 0.94, 0.951, 0.948, 0.947]
 LARGE = Rival("large init", [True] * 50 + [False] * 50)
 
 
+@pytest.fixture(autouse=True)
+def _legacy_registry(monkeypatch):
+    """These claims carry no quantifier (format v2 calls): the rules tested here do
+    not depend on it; test_claims_v3 tests the required quantifier."""
+    monkeypatch.setattr(claims, "QUANTIFIER_REQUIRED", False)
+
+
 def predict(led, id="phuong2021.thm1.cos", measured=SEEDS, rival=None, **kw):
     args = dict(
         id=id,

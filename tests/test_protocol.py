@@ -8,13 +8,22 @@ import json
 
 import pytest
 
-from twolayer import protocol
+from twolayer import claims, protocol
 from twolayer.claims import Ledger, Rival
 from twolayer.pipeline.cache import notebook_source, notebook_tree
 
 PAGE = "phuong2021/fig1_two_layer"
 SEEDS = [0.9991, 0.9993, 0.9990, 0.9995, 0.9992]
 EARLY = [0.95, 0.94, 0.951, 0.948, 0.947]
+
+
+@pytest.fixture(autouse=True)
+def _legacy_registry(monkeypatch):
+    """These claims carry no quantifier (format v2 calls): the rules tested here do
+    not depend on it; test_claims_v3 tests the required quantifier."""
+    monkeypatch.setattr(claims, "QUANTIFIER_REQUIRED", False)
+
+
 ENTRY = """
 phuong2021.thm1.cos:
   source: Thm 1
