@@ -160,6 +160,30 @@ def test_a_greater_than_limit_claim_needs_its_target(tmp_path):
         )
 
 
+def test_a_limit_that_is_its_own_threshold_is_accepted_with_a_non_strict_test(
+    tmp_path,
+):
+    """A frequency that must reach 1 (critical frequency 1 with >=): the limit 1
+    passes >= 1, the trend has a rate but no crossing at a rate; with > it is
+    still refused (the limit would fail the test)."""
+    text = LIMIT.replace("'<='", "'>='").replace("0.05", "1.0")
+    rival = Rival("large init", [0.3, 0.4, 0.5, 0.35, 0.45])
+    c = ledger(tmp_path, text).prediction(
+        id="lyu_thm43.gap",
+        measured=[0.95, 0.96, 0.97, 0.955, 0.96],
+        rival=rival,
+        trend=([30, 300], [0.5, 0.95], 1.0),
+    )
+    assert c.verdict == "not resolved" and c.trend["crossing_log10_t"] is None
+    assert c.trend["ratio"] == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="must pass"):
+        gap(
+            ledger(tmp_path, text.replace("'>='", "'>'")),
+            measured=[0.95, 0.96, 0.97, 0.955, 0.96],
+            trend=([30, 300], [0.5, 0.95], 1.0),
+        )
+
+
 def test_a_claim_in_decades_falls_by_its_slope(tmp_path):
     text = LIMIT.replace("0.05", "-3")
     # log10 gap: -1.9 at 1e30 -> -2.9 at 1e300, one decade per decade (1/log t)

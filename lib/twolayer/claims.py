@@ -450,6 +450,17 @@ def _distance(values: Sequence[float], relation: str, target: float | None):
     ]
 
 
+def _passes(target: float, rel: str, thr: float) -> bool:
+    """Does the limit itself pass the claim's test? (``<=``/``>=`` allow the
+    threshold: a frequency whose critical value is every draw, 1 >= 1.)"""
+    return {
+        "<": target < thr,
+        "<=": target <= thr,
+        ">": target > thr,
+        ">=": target >= thr,
+    }[rel]
+
+
 def trend_record(claim: "Claim", trend) -> dict:
     """A limit claim's ``trend`` checked and measured.
 
@@ -522,20 +533,21 @@ def trend_record(claim: "Claim", trend) -> dict:
                     f"side of {rel} {significant(thr, 4)}"
                 )
             target = None
-        elif not (target < thr if rel in ("<", "<=") else target > thr):
+        elif not _passes(target, rel, thr):
             raise ValueError(
                 f"claim {claim.id!r}: trend target {significant(target, 4)} must "
-                f"pass {rel} {significant(thr, 4)} strictly (the limit the claim "
-                "approaches)"
+                f"pass {rel} {significant(thr, 4)} (the limit the claim approaches)"
             )
     dist = _distance(vs, rel, target)
+    # None: the threshold is the limit itself (a frequency that must reach 1 with
+    # >=), reached only at it: no crossing at a rate
     goal = _distance([thr], rel, target)[0]
     ratio = crossing = None
     a, b = dist[-2], dist[-1]
     if a is not None and b is not None:
         slope = (b - a) / math.log10(ts[-1] / ts[-2])  # decades per decade
         ratio = 10.0**slope
-        if slope < 0 and b > goal:
+        if slope < 0 and goal is not None and b > goal:
             crossing = math.log10(ts[-1]) + (goal - b) / slope
             crossing = 10.0**crossing if crossing < 300 else math.inf
     return dict(
