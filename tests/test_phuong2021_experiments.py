@@ -290,3 +290,79 @@ def test_closer_limit_rows_score_one():
     stats = P.first_layer_statistics(L, ds.X, ds.y)
     assert stats["aligned"] == pytest.approx(1.0)
     assert np.allclose(np.linalg.norm(L, axis=1), np.linalg.norm(W1, axis=1))
+
+
+def _layers_frame(gap_by_seed):
+    """A stored-like layer table whose class gaps are ``gap_by_seed[seed]`` per
+    layer of :data:`E.APPD_LAYERS` (cross median 0.1, same median 0.1 + gap)."""
+    return pd.DataFrame(
+        dict(seed=s, layer=layer, cross_median=0.1, same_median=0.1 + g)
+        for s, gaps in gap_by_seed.items()
+        for layer, g in zip(E.APPD_LAYERS, gaps)
+    )
+
+
+def _spearman_by_hand(x, y):
+    rx, ry = np.argsort(np.argsort(x)), np.argsort(np.argsort(y))
+    return np.corrcoef(rx, ry)[0, 1]
+
+
+def test_class_gaps_and_depth_trend_by_hand():
+    up = [0.3, 0.1, 0.2, 0.25, 0.15, 0.4, 0.5, 0.6, 0.7]  # pixels, 1..6, 7pre, 7
+    down = [0.3, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05, 0.04]
+    gaps = E.class_gaps(_layers_frame({0: up, 1: down}))
+    assert list(gaps.columns) == list(E.APPD_LAYERS)
+    assert np.allclose(gaps.loc[0].to_numpy(), up) and np.allclose(gaps.loc[1], down)
+    trend = E.depth_trend(gaps)
+    hierarchy = up[1:8]  # layers 1-6 and 7pre
+    assert trend[0] == pytest.approx(_spearman_by_hand(np.arange(7), hierarchy))
+    assert 0 < trend[0] < 1 and trend[1] == pytest.approx(-1.0)
+    with_pixels = E.depth_trend(gaps, ("0", *E.APPD_HIERARCHY))
+    assert with_pixels[0] == pytest.approx(_spearman_by_hand(np.arange(8), up[:8]))
+
+
+def test_appd_histograms_read_one_run_and_epoch():
+    nb = len(E.APPD_BINS) - 1
+    rows = [
+        dict(
+            seed=s,
+            init_scale=0.05,
+            table="hist",
+            epoch=e,
+            layer="7pre",
+            key=f"{kind}_{i}",
+            value=float(i + s + e + (kind == "same")),
+        )
+        for s in (0, 1)
+        for e in (0, 50)
+        for kind in ("cross", "same")
+        for i in range(nb)
+    ]
+    stored = E.AppdStored(pd.DataFrame(rows), False, "k")
+    cross, same = E.appd_histograms(stored, 1, 50)["7pre"]
+    assert np.array_equal(cross, np.arange(nb) + 51.0)
+    assert np.array_equal(same, np.arange(nb) + 52.0)
+
+
+def test_appd_untrained_reads_the_network_as_the_runs_do(monkeypatch):
+    import torch
+
+    small = data.mnist_pair(0, 1, "train")
+    keep = np.r_[np.flatnonzero(small.y > 0)[:6], np.flatnonzero(small.y < 0)[:6]]
+    tiny = data.Dataset(small.X[keep], small.y[keep], "tiny", "test")
+    monkeypatch.setattr(E, "appd_images", lambda digits: tiny)
+    out = E.appd_untrained([3])
+    net = models.ConvNet(E.APPD_RECIPE["channels"], fc_scale=0.05, seed=3).eval()
+    with torch.no_grad():
+        f7 = net.fc7(net.representations(torch.tensor(tiny.X, dtype=torch.float32))[6])
+    U = f7.numpy().astype(float)
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    cross = (U @ U.T)[np.ix_(tiny.y > 0, tiny.y < 0)]
+    row = out.layers.set_index("layer").loc["7pre"]
+    assert row["cross_max"] == pytest.approx(cross.max(), rel=1e-6)
+    assert set(out.layers["layer"]) == set(E.APPD_LAYERS)
+    s = np.linalg.svd(net.fc7.weight.detach().numpy().astype(float), compute_uv=False)
+    assert out.w7["beyond10"].iloc[0] == pytest.approx(
+        (s[10:] ** 2).sum() / (s**2).sum()
+    )
+    assert out.w7["nsig"].iloc[0] == np.sum(s > 0.1 * s[0])

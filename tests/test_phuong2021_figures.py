@@ -40,3 +40,23 @@ def test_the_figures_draw_with_labelled_axes():
     reps = [rng.random((20, 5)) for _ in range(8)]
     _labelled(F.fig3(reps, np.repeat([1.0, -1.0], 10), names=("0", "1")))
     _labelled(F.fig4(rng.standard_normal((12, 30)), rng.standard_normal(12)))
+
+
+def test_the_stored_app_d_figures_draw():
+    rng = np.random.default_rng(0)
+    bins = np.linspace(-1, 1, 41)
+    layers = ["0", "1", "2", "7pre"]
+    hist = {k: (rng.integers(0, 9, 40), rng.integers(0, 9, 40)) for k in layers}
+    fig = F.fig3_stored(hist, bins, layers, names=("0", "1"))
+    assert all(ax.get_ylabel() for ax in fig.axes) and fig.axes[-1].get_xlabel()
+    assert fig.legends  # one legend for the figure
+    plt.close(fig)
+    import pandas as pd
+
+    gaps = pd.DataFrame(rng.random((3, 4)), columns=layers)
+    fig = F.depth_profile(gaps, 0.1 * gaps, ("1", "2", "7pre"), {"0": "input"})
+    assert fig.axes[0].get_legend()
+    _labelled(fig)
+    fig = F.fig4_stored(np.sort(rng.random(20))[::-1], *rng.standard_normal((3, 12)))
+    assert fig.axes[1].get_legend()
+    _labelled(fig)

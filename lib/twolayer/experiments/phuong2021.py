@@ -663,6 +663,20 @@ class AppdStored:
         ).reset_index()
 
 
+def appd_histograms(stored: AppdStored, seed: int, epoch: int) -> dict:
+    """Fig. 3's stored cosine histograms of one run at one epoch: per layer, the
+    counts ``(cross, same)`` over :data:`APPD_BINS`."""
+    H = stored.table("hist", seed=seed, epoch=epoch).set_index("layer")
+    nb = len(APPD_BINS) - 1
+    return {
+        layer: tuple(
+            H.loc[layer, [f"{kind}_{i}" for i in range(nb)]].to_numpy(float)
+            for kind in ("cross", "same")
+        )
+        for layer in H.index
+    }
+
+
 def appd_load(seeds, scales=APPD_SCALES) -> AppdStored:
     """The stored runs of ``seeds`` at ``scales`` (:data:`APPD_STORE`), and whether
     they are stale (computed with other code or data than now). Raises if a run
@@ -678,6 +692,81 @@ def appd_load(seeds, scales=APPD_SCALES) -> AppdStored:
     frame = frame[[(s, c) in want for s, c in zip(frame["seed"], frame["init_scale"])]]
     key = appd_code_key()
     return AppdStored(frame, bool((frame["code_key"] != key).any()), key)
+
+
+APPD_LAYERS = ("0", "1", "2", "3", "4", "5", "6", "7pre", "7")
+"""The representations App. D measures, input to output: ``"0"`` the image, ``"1"``
+to ``"6"`` the conv layers (after their ReLU), ``"7pre"`` the paper's ``f^7`` (the
+first FC layer before its ReLU), ``"7"`` the same after it."""
+APPD_HIERARCHY = ("1", "2", "3", "4", "5", "6", "7pre")
+"""The network's layers in order (Fig. 3's "layer hierarchy"), ``f^7`` read before
+its ReLU as the paper writes it."""
+
+
+@dataclass
+class AppdUntrained:
+    """App. D's untrained networks (:func:`appd_untrained`)."""
+
+    layers: pd.DataFrame  # a row per (seed, layer): :func:`_cos_stats`
+    w7: pd.DataFrame  # a row per seed: ``beyond10`` and ``nsig`` of ``W7``
+
+
+def appd_untrained(seeds, init_scale: float = APPD_SCALES[0]) -> AppdUntrained:
+    """The book's conv net (:func:`appd_long_run`'s) at initialisation, one per
+    seed of ``seeds``, read on :func:`appd_images` as the stored runs are: the
+    cosine statistics of every layer of :data:`APPD_LAYERS` and ``W7``'s spectrum
+    (the share of ``‖W7‖_F²`` beyond its ten largest singular values and the
+    number above 10% of the largest). Cosines do not depend on ``init_scale``."""
+    import torch
+
+    from ..metrics import singular_values
+
+    train = appd_images(APPD_RECIPE["digits"])
+    X = torch.tensor(train.X, dtype=torch.float32)
+    layers, w7 = [], []
+    for seed in seeds:
+        net = models.ConvNet(
+            APPD_RECIPE["channels"], fc_scale=init_scale, seed=int(seed)
+        ).eval()
+        with torch.no_grad():
+            T = net.representations(X)
+            reps = [*T[:7], net.fc7(T[6]), T[7]]
+        for layer, R in zip(APPD_LAYERS, reps):
+            stats = _cos_stats(R.numpy().astype(float), train.y)[0]
+            layers.append(dict(seed=int(seed), layer=layer, **stats))
+        W7 = net.fc7.weight.detach().numpy().astype(float)
+        s = singular_values(W7)
+        w7.append(
+            dict(
+                seed=int(seed),
+                beyond10=theory.energy_beyond(W7, 10),
+                nsig=int(np.sum(s > 0.1 * s[0])),
+            )
+        )
+    return AppdUntrained(pd.DataFrame(layers), pd.DataFrame(w7))
+
+
+def class_gaps(layers: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 3's "same-class pairs more similar than cross-class pairs", per seed
+    (rows) and layer (columns, in :data:`APPD_LAYERS` order): the median cosine of
+    same-class pairs minus that of cross-class pairs, from a table with columns
+    ``seed, layer, same_median, cross_median``."""
+    gap = layers.assign(gap=layers["same_median"] - layers["cross_median"])
+    table = gap.pivot_table(index="seed", columns="layer", values="gap")
+    return table[[c for c in APPD_LAYERS if c in table.columns]]
+
+
+def depth_trend(gaps: pd.DataFrame, layers=APPD_HIERARCHY) -> pd.Series:
+    """Fig. 3's "higher layers more strongly separated": per seed, the Spearman
+    rank correlation between the depth of ``layers`` and their class gap
+    (:func:`class_gaps`); +1 when the gap grows at every layer, −1 when it
+    shrinks at every layer."""
+    from scipy.stats import spearmanr
+
+    depth = np.arange(len(layers))
+    return pd.Series(
+        {s: float(spearmanr(depth, row[list(layers)])[0]) for s, row in gaps.iterrows()}
+    )
 
 
 def _main(argv=None) -> None:

@@ -192,3 +192,112 @@ def fig4(W7, W8):
     )
     plots.fit_titles(fig)
     return fig
+
+
+_LAYER_TITLES = {"0": "input (pixels)", "7pre": "layer 7 ($f^7$, before its ReLU)"}
+
+
+def fig3_stored(hist, bins, layers, names: tuple[str, str]):
+    """App. D Fig. 3 from stored histograms: per layer of ``layers`` (keys of
+    ``hist``), the distribution of the cosine between the representations of
+    cross-class and of same-class pairs; ``hist[layer]`` holds the counts
+    ``(cross, same)`` over ``bins``. Two panels side by side, one legend."""
+    rows = -(-len(layers) // 2)
+    fig, axes = plots.panels(rows, 2, height=2.6, sharex=True)
+    centres, width = 0.5 * (bins[1:] + bins[:-1]), np.diff(bins)
+    for ax, layer in zip(axes.ravel(), layers):
+        for counts, color, label in zip(
+            hist[layer],
+            (plots.NEG, plots.POS),
+            (
+                "different classes",
+                f"same class ({names[0]}–{names[0]}, {names[1]}–{names[1]})",
+            ),
+        ):
+            density = np.asarray(counts, float) / (np.sum(counts) * width)
+            ax.step(centres, density, where="mid", color=color, label=label)
+        ax.axvline(0, color="k", lw=0.5)
+        ax.set(
+            title=_LAYER_TITLES.get(layer, f"layer {layer}"),
+            ylabel="density",
+            xlim=(bins[0], bins[-1]),
+        )
+    for ax in axes[-1]:
+        ax.set_xlabel("cosine of a pair")
+    for ax in axes.ravel()[len(layers) :]:
+        ax.remove()
+    handles, names_ = axes.ravel()[0].get_legend_handles_labels()
+    fig.legend(handles, names_, loc="outside upper center", ncols=2)
+    plots.fit_titles(fig)
+    return fig
+
+
+def depth_profile(gaps, untrained, hierarchy, labels: dict[str, str]):
+    """App. D: the class gap (same-class minus cross-class median cosine) layer by
+    layer, one line per seed of the trained runs (``gaps``, a row per seed, a
+    column per layer) and of the untrained networks (``untrained``)."""
+    fig, ax = plots.panels(1, 1, height=3.4)
+    layers = list(gaps.columns)
+    x = np.arange(len(layers))
+    for frame, color, name in (
+        (gaps, plots.POS, "trained, 50 epochs"),
+        (untrained, plots.DEAD, "untrained"),
+    ):
+        for i, (_, row) in enumerate(frame[layers].iterrows()):
+            ax.plot(
+                x,
+                row.values,
+                "o-",
+                color=color,
+                lw=1,
+                ms=3,
+                label=name if i == 0 else None,
+            )
+    ax.axvspan(
+        layers.index(hierarchy[0]) - 0.3,
+        layers.index(hierarchy[-1]) + 0.3,
+        color="0.9",
+        zorder=0,
+        label="the layers of the hierarchy claim",
+    )
+    ax.axhline(0, color="k", lw=0.5)
+    ax.set_xticks(x, [labels.get(c, c) for c in layers])
+    ax.set(
+        xlabel="layer",
+        ylabel="same-class minus cross-class\nmedian cosine",
+        title="class gap by layer",
+    )
+    ax.legend(loc="upper left", fontsize="small")
+    plots.fit_titles(fig)
+    return fig
+
+
+def fig4_stored(sv, x, y, w8, k: int = 10):
+    """App. D Fig. 4 from stored values: (a) the ``k`` largest singular values of
+    ``W7`` (``sv``), (b) its rows' coordinates ``(x, y)`` on its top-2 singular
+    directions coloured by the sign of ``W8``."""
+    fig, axes = plots.panels(1, 2, height=3.6)
+    s = np.asarray(sv, float)[:k]
+    axes[0].bar(np.arange(1, len(s) + 1), s, color="#4c72b0")
+    axes[0].set(
+        xlabel="index",
+        ylabel="singular value",
+        title=f"(a) top-{k} singular values of $W_7$",
+    )
+    axes[1].scatter(x, y, c=plots.sign_colors(w8), s=18, alpha=0.8, edgecolor="none")
+    lim = 1.2 * float(np.max(np.hypot(x, y)))
+    axes[1].set(
+        xlim=(-lim, lim),
+        ylim=(-lim, lim),
+        aspect="equal",
+        xlabel="singular direction 1",
+        ylabel="singular direction 2",
+        title="(b) rows of $W_7$ on its top-2 singular directions",
+    )
+    axes[1].axhline(0, color="k", lw=0.5)
+    axes[1].axvline(0, color="k", lw=0.5)
+    axes[1].scatter([], [], c=plots.POS, label="$W_8>0$")
+    axes[1].scatter([], [], c=plots.NEG, label="$W_8<0$")
+    axes[1].legend(loc="best")
+    plots.fit_titles(fig)
+    return fig
