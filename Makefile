@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 JOBS ?= 2
 STAMP := $(VENV)/.installed
 
-.PHONY: book test unit notebooks variants slow site browser bench rerun lock clean distclean
+.PHONY: book test unit notebooks variants slow site browser bench rerun lock clean distclean unit-bg slow-bg site-check
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,17 +20,23 @@ book: $(STAMP)
 	$(BIN)/twolayer build --jobs $(JOBS)
 
 ## make test: unit tests, every notebook under nbval, the book, the slow tests, the
-## browser check; two stages, each keeping both cores busy:
-##   1. unit tests | nbval of every notebook | the variant pages (nbval does not run them)
-##   2. the slow tests | the book, then the browser check of the site (every page is
-##      in the cache by then: nbval's executions, see pipeline/nbval_entries.py, and
-##      the variants; the book only renders)
+## browser check, in one schedule on both cores:
+##   - the site's chain first: nbval of every notebook and the variant pages (nbval
+##     does not run them), then the book (every page is in the cache by then:
+##     nbval's executions, see pipeline/nbval_entries.py, and the variants; the
+##     book only renders), then the browser check of the site;
+##   - beside it, at a lower priority (nice), the unit tests and the slow tests:
+##     they take the CPU the chain leaves (kernels starting, nbval's last
+##     notebook, the single-process render, the browser waiting) instead of
+##     slowing it down. One torch/BLAS thread per process everywhere.
 test: $(STAMP)
-	$(MAKE) --no-print-directory -Oline -j 3 unit notebooks variants
-	$(MAKE) --no-print-directory -Oline -j 2 slow browser
+	$(MAKE) --no-print-directory -Oline -j 5 unit-bg slow-bg site-check
+
+THREADS := TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+NICE := nice -n 5
 
 unit: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not slow and not browser" -q
+	$(THREADS) $(BIN)/python -m pytest tests -m "not slow and not browser" -q
 
 notebooks: $(STAMP)
 	# kernels over IPC sockets (book/conftest.py: two xdist workers raced for TCP
@@ -39,14 +45,22 @@ notebooks: $(STAMP)
 	# locked tables must hold on another CPU's floating point. Each notebook whose
 	# cells all pass becomes its page's cache entry (nbval_entries: the build
 	# renders it instead of executing it again); the longest notebooks go first
-	ATEN_CPU_CAPABILITY=default TWOLAYER_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 TWOLAYER_RUN_CACHE=$(CURDIR)/_build/runs $(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 book -q -n $(JOBS) --dist loadfile -p no:cacheprovider -p twolayer.pipeline.nbval_entries
+	ATEN_CPU_CAPABILITY=default $(THREADS) TWOLAYER_RUN_CACHE=$(CURDIR)/_build/runs $(BIN)/python -m pytest --nbval-lax --nbval-current-env --nbval-kernel-startup-timeout 300 book -q -n $(JOBS) --dist loadfile -p no:cacheprovider -p twolayer.pipeline.nbval_entries
 
 variants: $(STAMP)
-	$(BIN)/twolayer execute --variants --jobs 1
+	$(THREADS) $(BIN)/twolayer execute --variants --jobs 1
 
 slow: $(STAMP)
 	# mostly waiting (kernels starting, sleeps, interrupts): two test files at a time
-	$(BIN)/python -m pytest tests -m "slow" -q -n 2 --dist loadfile
+	$(THREADS) $(BIN)/python -m pytest tests -m "slow" -q -n 2 --dist loadfile
+
+# make test's pieces: the unit and slow tests at a lower priority; the site's chain
+unit-bg slow-bg: %-bg: $(STAMP)
+	$(NICE) $(MAKE) --no-print-directory $*
+
+site-check: notebooks variants
+	$(BIN)/twolayer build --jobs $(JOBS)
+	$(BIN)/python -m pytest tests -m "browser" -q
 
 site: book slow
 

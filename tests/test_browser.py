@@ -194,7 +194,7 @@ def notebook_pages(paths: pipeline.Paths) -> dict[str, str]:
     return {nb: f"book/{nb}.html" for nb in executed_pages(paths)}
 
 
-def screenshot(drv, height: int, out: Path) -> None:
+def screenshot(drv, height: int, out: Path, width: int = 1280) -> None:
     """A full-page PNG (capped at 16,000 px high)."""
     shot = drv.execute_cdp_cmd(
         "Page.captureScreenshot",
@@ -204,7 +204,7 @@ def screenshot(drv, height: int, out: Path) -> None:
             "clip": {
                 "x": 0,
                 "y": 0,
-                "width": 1280,
+                "width": width,
                 "height": min(max(height, 900), 16000),
                 "scale": 1,
             },
@@ -223,27 +223,51 @@ def _load(driver, url: str) -> tuple[str, dict, list[str]]:
     return ready, data, errors
 
 
+JS_NEXT_FRAME = """
+const done = arguments[arguments.length - 1];
+requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
+"""
+
+
 @pytest.fixture(scope="module")
 def visits(driver, server, site, paths) -> dict[str, Visit]:
-    """Visit every page once; screenshot the pages under ``book/``."""
+    """Visit every page once; screenshot the pages under ``book/``. The reader's
+    view (:data:`JS_READER`) is read on the same visit at each of :data:`WIDTHS`:
+    the window is narrowed on the loaded page (its images and typeset math do not
+    change with the width), so no page is loaded twice; screenshots of the
+    narrower widths in ``_build/screenshots/<width>/``."""
     shots = paths.build / "screenshots"
     if shots.exists():
         shutil.rmtree(shots)
     shots.mkdir(parents=True)
+    for width in WIDTHS[1:]:
+        (shots / str(width)).mkdir()
+    driver.set_window_size(WIDTHS[0], 900)
     driver.get_log("browser")  # start from an empty console
     out = {}
-    for page in site_pages(site):
-        ready, data, errors = _load(driver, server + page)
-        if errors:  # a real error repeats; a fetch lost on a loaded host does not
+    try:
+        for page in site_pages(site):
             ready, data, errors = _load(driver, server + page)
-        out[page] = Visit(page, ready, errors, data)
-        data["reader"] = driver.execute_script(JS_READER)  # test_reader_view, 1280 px
-        if page.startswith("book/"):
-            screenshot(
-                driver,
-                data["height"],
-                shots / (page.removesuffix(".html").replace("/", "__") + ".png"),
-            )
+            if errors:  # a real error repeats; a fetch lost on a loaded host does not
+                ready, data, errors = _load(driver, server + page)
+            out[page] = Visit(page, ready, errors, data)
+            name = page.removesuffix(".html").replace("/", "__") + ".png"
+            data["reader"] = {WIDTHS[0]: driver.execute_script(JS_READER)}
+            if page.startswith("book/"):
+                screenshot(driver, data["height"], shots / name)
+            for width in WIDTHS[1:]:
+                driver.set_window_size(width, 900)
+                driver.execute_async_script(JS_NEXT_FRAME)  # the theme's resize
+                data["reader"][width] = driver.execute_script(JS_READER)
+                if page.startswith("book/"):
+                    h = driver.execute_script(
+                        "return document.documentElement.scrollHeight"
+                    )
+                    screenshot(driver, h, shots / str(width) / name, width=width)
+            if len(WIDTHS) > 1:
+                driver.set_window_size(WIDTHS[0], 900)
+    finally:
+        driver.set_window_size(WIDTHS[0], 900)
     assert out, f"no pages in {site}"
     return out
 
@@ -694,63 +718,14 @@ def _png_dpi(site: Path, page: str):
     return dpi
 
 
-def _get(driver, url: str) -> None:
-    """Open ``url`` and wait for its images and MathJax; once more on a timeout (a
-    loaded host)."""
-    from selenium.common.exceptions import TimeoutException
-
-    for attempt in (1, 2):
-        try:
-            driver.get(url)
-            driver.execute_async_script(JS_WAIT_ASSETS)
-            return
-        except TimeoutException:
-            if attempt == 2:
-                raise
-
-
 @pytest.fixture(scope="module")
-def reader_visits(driver, server, site, paths, visits) -> dict[int, dict[str, dict]]:
-    """Every page at each of :data:`WIDTHS`: what :data:`JS_READER` collects (the
-    desktop width from :func:`visits`; screenshots of the phone width in
-    ``_build/screenshots/420/``)."""
-    out: dict[int, dict[str, dict]] = {
-        1280: {page: v.data["reader"] for page, v in visits.items()}
+def reader_visits(visits) -> dict[int, dict[str, dict]]:
+    """Every page at each of :data:`WIDTHS`: what :data:`JS_READER` collected on
+    the page's one visit (:func:`visits`)."""
+    return {
+        width: {page: v.data["reader"][width] for page, v in visits.items()}
+        for width in WIDTHS
     }
-    shots = paths.build / "screenshots" / "420"
-    shots.mkdir(parents=True, exist_ok=True)
-    try:
-        for width in WIDTHS:
-            if width == 1280:
-                continue
-            driver.set_window_size(width, 900)
-            out[width] = {}
-            for page in site_pages(site):
-                _get(driver, server + page)
-                out[width][page] = driver.execute_script(JS_READER)
-                if page.startswith("book/"):
-                    h = driver.execute_script(
-                        "return document.documentElement.scrollHeight"
-                    )
-                    shot = driver.execute_cdp_cmd(
-                        "Page.captureScreenshot",
-                        {
-                            "format": "png",
-                            "captureBeyondViewport": True,
-                            "clip": {
-                                "x": 0,
-                                "y": 0,
-                                "width": width,
-                                "height": min(max(h, 900), 16000),
-                                "scale": 1,
-                            },
-                        },
-                    )
-                    name = page.removesuffix(".html").replace("/", "__") + ".png"
-                    (shots / name).write_bytes(base64.b64decode(shot["data"]))
-    finally:
-        driver.set_window_size(1280, 900)
-    return out
 
 
 def _page_claims(paths, nb: str) -> list[dict]:
