@@ -240,6 +240,80 @@ def suboptimal_kkt(
     return pd.concat([pd.DataFrame([one]), rows], ignore_index=True)
 
 
+def limit_error_trend(
+    ds: data.Dataset,
+    seeds: Iterable[int],
+    log10_ts: Sequence[float],
+    grid: np.ndarray,
+    target: np.ndarray,
+    *,
+    alpha: float,
+    **flow,
+) -> np.ndarray:
+    """A limit's trend over seeds: gradient flow from one initialisation per seed
+    (:func:`~twolayer.theory.lyu2021.gradient_flow_from_init`) followed with the
+    log-time engine to ``t = 10^max(log10_ts)``, and at each horizon of
+    ``log10_ts`` (:func:`~twolayer.flows.horizon_grid`) the relative sup error of
+    ``θ/‖θ‖`` to the limit function (:func:`~twolayer.theory.lyu2021.limit_error`,
+    values ``target`` on the rows of ``grid``).
+
+    Parameters
+    ----------
+    ds, seeds
+        The data set and the initialisation seeds, one run each.
+    log10_ts
+        Horizons ``log10 t`` (increasing, > 0).
+    grid, target
+        Evaluation points and the limit function's values there.
+    alpha
+        Leaky slope.
+    **flow
+        ``width``, ``init_scale``, ``init``, ``reflect`` and the integrator's
+        arguments (``rtol``, ...).
+
+    Returns
+    -------
+    np.ndarray
+        (seed, horizon): the errors; the worst seed per horizon is a ``limit:
+        true`` claim's ``trend=``.
+    """
+    xs = [float(x) for x in log10_ts]
+    if not xs or any(b <= a for a, b in zip(xs, xs[1:])) or xs[0] <= 0:
+        raise ValueError(f"log10_ts must be increasing and > 0, got {log10_ts!r}")
+    rows = []
+    for s in seeds:
+        run = lyu2021.gradient_flow_from_init(
+            ds,
+            init_seed=s,
+            alpha=alpha,
+            t_max=None,
+            log10_t_max=xs[-1],
+            snapshot_log10_times=xs,
+            **flow,
+        )
+        snaps = run.snapshots[-len(xs) :]
+        rows.append(
+            [lyu2021.limit_error(e["W"], e["a"], grid, target, alpha) for e in snaps]
+        )
+    return np.array(rows)
+
+
+def crossing_log10_t(log10_ts, values, level: float) -> float:
+    """Where a limit's trend would cross ``level``: the decay ratio per decade of
+    ``log10 t`` over the last two horizons, extrapolated geometrically (the
+    ledger's "not resolved" reading, :mod:`twolayer.claims`); the last horizon
+    itself when already at or below ``level``, ``inf`` when not decaying."""
+    x, v = np.asarray(log10_ts, float), np.asarray(values, float)
+    if x.size < 2 or x.shape != v.shape:
+        raise ValueError("log10_ts and values need the same length >= 2")
+    if v[-1] <= level:
+        return float(x[-1])
+    rate = (v[-1] / v[-2]) ** (1.0 / np.log10(x[-1] / x[-2]))
+    if not rate < 1:
+        return float("inf")
+    return float(x[-1] * 10 ** (np.log10(level / v[-1]) / np.log10(rate)))
+
+
 # ---------------------------------------------------------- §4.2 and §6 (helper B)
 
 
@@ -977,6 +1051,41 @@ def thm55_unequal(
                     )
                 )
     return pd.DataFrame(rows)
+
+
+def imbalance_exponents(
+    ds: data.Dataset,
+    w_star: Sequence[float],
+    alpha: float,
+    start: tuple[float, float],
+    draws: Iterable[int],
+    log10_times: Sequence[float],
+    lo: float = 1e-6,
+    hi: float = 1e-2,
+) -> np.ndarray:
+    """Thm 5.5's equalisation rate: per generator seed of ``draws``, the two-neuron
+    flow from the ``(norm, ratio)`` start of :func:`thm55_unequal` followed to
+    ``t = 10^max(log10_times)``, and the exponent ``d ln|v| / d ln t`` of its norm
+    imbalance ``v`` fitted over ``lo ≤ |v| ≤ hi``
+    (:func:`~twolayer.theory.lyu2021.imbalance_exponent`; ``log10_times`` must be
+    dense enough to put three snapshots in that window).
+
+    A linearisation about the limit ``½(w*, −w*, 1, −1)`` (the turn-4 audit's)
+    gives ``−((1−α)/(1+α))²``.
+
+    Returns
+    -------
+    np.ndarray
+        One exponent per draw (NaN where the window holds fewer than three
+        snapshots).
+    """
+    runs = thm55_unequal(ds, w_star, alpha, [start], draws, log10_times)
+    return np.array(
+        [
+            lyu2021.imbalance_exponent(g["log10_t"], g["imbalance"], lo, hi)
+            for _, g in runs.groupby("draw", sort=False)
+        ]
+    )
 
 
 def thm56_local_flows(

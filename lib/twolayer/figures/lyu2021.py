@@ -551,3 +551,25 @@ def thm62_regime(table):
     ax.set(xlabel="failure frequency over init seeds (certified at t = 1e40)")
     plots.fit_titles(fig)
     return fig
+
+
+def limit_trend(log10_ts, errors, errors_rival, threshold: float, rival: str):
+    """A limit claim's trend: the relative sup error to the limit against
+    ``log10 t`` (log-log), one line per seed (``errors``: seeds x horizons), the
+    rival's flows (``errors_rival``, same shape) and the claim's threshold."""
+    fig, ax = plots.panels(height=3.4)
+    x = np.asarray(log10_ts, float)
+    for k, e in enumerate(errors):
+        label = "gradient flow, small init, one line per seed" if k == 0 else None
+        ax.loglog(x, e, "o-", color="C0", alpha=0.7, label=label)
+    for k, e in enumerate(errors_rival):
+        ax.loglog(x, e, "^-", color="C2", alpha=0.7, label=rival if k == 0 else None)
+    ax.axhline(threshold, color="k", ls=":", lw=1, label="the claim's threshold")
+    ax.set(
+        xlabel="$\\log_{10} t$",
+        ylabel="sup |f − ½φ(x₁)| / sup |½φ(x₁)|",
+        title="distance to the linear KKT direction",
+    )
+    ax.legend(fontsize="small")
+    plots.fit_titles(fig)
+    return fig
