@@ -291,6 +291,8 @@ def test_a_notebook_nbval_passed_is_the_page_the_build_renders(tmp_path):
         timeout=600,
     )
     assert res.returncode == 1 and "broken page" in res.stdout, res.stdout[-3000:]
+    assert "nbval: seconds per notebook" in res.stdout, res.stdout[-3000:]
+    assert "s  book/synthesis/a.ipynb" in res.stdout, res.stdout[-3000:]
     assert len(entries(book)) == 1, "only the passing notebook is an entry"
     build = run(book, "execute", "synthesis/a", "synthesis/b", "--jobs", "1")
     assert build.returncode == 1, "b still fails in the build"

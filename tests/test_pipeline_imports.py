@@ -63,20 +63,23 @@ def test_unparsable_cell_depends_on_everything(tmp_path):
     assert imports.notebook_modules(LIB, nb) == imports.all_modules(LIB)
 
 
-@pytest.fixture()
-def book_copy(tmp_path):
-    """The book's sources and library in a scratch root (edits stay there)."""
+@pytest.fixture(scope="module")
+def book_copy(tmp_path_factory):
+    """The book's sources and library in a scratch root (edits stay there), and
+    every page's cache key before any edit (each test restores what it edits)."""
+    root = tmp_path_factory.mktemp("book")
     for name in ("_toc.yml", "_config.yml"):
-        shutil.copy(ROOT / name, tmp_path / name)
+        shutil.copy(ROOT / name, root / name)
     shutil.copytree(
         ROOT / "book",
-        tmp_path / "book",
+        root / "book",
         ignore=shutil.ignore_patterns("*.ipynb_checkpoints"),
     )
     shutil.copytree(
-        LIB, tmp_path / "lib" / "twolayer", ignore=shutil.ignore_patterns("__pycache__")
+        LIB, root / "lib" / "twolayer", ignore=shutil.ignore_patterns("__pycache__")
     )
-    return pipeline.Paths(tmp_path)
+    paths = pipeline.Paths(root)
+    return paths, _keys(paths)
 
 
 def _keys(paths):
@@ -86,12 +89,19 @@ def _keys(paths):
     }
 
 
+def _edited_keys(paths, module: Path) -> dict:
+    """Every page's key with a line of code appended to ``module`` (restored)."""
+    original = module.read_text()
+    module.write_text(original + "\nEDITED = 1  # a code edit\n")
+    try:
+        return _keys(paths)
+    finally:
+        module.write_text(original)
+
+
 def test_one_module_edit_invalidates_only_its_importers(book_copy):
-    paths = book_copy
-    before = _keys(paths)
-    module = paths.lib / "theory" / "sarussi2021.py"
-    module.write_text(module.read_text() + "\nEDITED = 1  # a code edit\n")
-    after = _keys(paths)
+    paths, before = book_copy
+    after = _edited_keys(paths, paths.lib / "theory" / "sarussi2021.py")
     changed = {nb for nb in before if before[nb] != after[nb]}
     importers = {
         nb
@@ -107,9 +117,6 @@ def test_one_module_edit_invalidates_only_its_importers(book_copy):
 
 
 def test_a_package_init_edit_invalidates_every_page(book_copy):
-    paths = book_copy
-    before = _keys(paths)
-    init = paths.lib / "__init__.py"
-    init.write_text(init.read_text() + "\nEDITED = 1  # a code edit\n")
-    after = _keys(paths)
+    paths, before = book_copy
+    after = _edited_keys(paths, paths.lib / "__init__.py")
     assert all(before[nb] != after[nb] for nb in before)

@@ -26,6 +26,7 @@ import pytest
 from ..claims import CLAIMS_ENV, PAGE_ENV
 
 _RUNS: dict = {}  # nbval's file collector -> its run (None: not a book page)
+_SECONDS: dict[str, float] = {}  # notebook -> its cells' setup, call and teardown
 
 
 class _Run:
@@ -163,3 +164,22 @@ def pytest_collection_modifyitems(session, config, items):
         return cost[item.parent]
 
     items.sort(key=lambda item: -seconds(item))
+
+
+def pytest_runtest_logreport(report) -> None:
+    """Each notebook's time under nbval (its kernel's start is in its first cell's
+    setup); on the controller under xdist, which receives every worker's reports."""
+    path = report.nodeid.split("::", 1)[0]
+    if path.endswith(".ipynb"):
+        _SECONDS[path] = _SECONDS.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """The seconds of every notebook, longest first (``make test``'s log says where
+    nbval's time goes)."""
+    if not _SECONDS:
+        return
+    tr = terminalreporter
+    tr.write_sep("-", f"nbval: seconds per notebook ({sum(_SECONDS.values()):.0f} s)")
+    for path, seconds in sorted(_SECONDS.items(), key=lambda kv: -kv[1]):
+        tr.write_line(f"{seconds:8.1f} s  {path}")
