@@ -252,7 +252,8 @@ def test_a_package_version_change_misses_the_cache(tmp_path, monkeypatch):
 
 
 def test_a_clean_build_orders_pages_by_the_last_benchmark(tmp_path):
-    """No _build yet: the page times of benchmarks/results.json order the schedule."""
+    """No _build yet: the page's stored sweep, else benchmarks/results.json, order
+    the schedule."""
     import json as _json
 
     from twolayer.pipeline import runner
@@ -263,6 +264,23 @@ def test_a_clean_build_orders_pages_by_the_last_benchmark(tmp_path):
     (tmp_path / "benchmarks" / "results.json").write_text(
         _json.dumps({"times": {"ch/a": 12.5}})
     )
+    assert runner.last_seconds(paths, "ch/a") == 12.5
+    # a stored held-out sweep (fresh executions of the current page) comes first
+    import pandas as pd
+
+    from twolayer.pipeline import robustness
+
+    store = robustness.store_path(paths, "ch/a")
+    store.parent.mkdir(parents=True)
+    pd.DataFrame(
+        {
+            "point": [0, 0, 1, 2],
+            "seconds": [40.0, 40.0, 50.0, 90.0],
+            "claim": list("xyxx"),
+        }
+    ).to_parquet(store)
+    assert runner.last_seconds(paths, "ch/a") == 50.0  # the median point
+    store.write_bytes(b"not parquet")
     assert runner.last_seconds(paths, "ch/a") == 12.5
     meta = paths.executed / "ch" / "a.meta.json"
     meta.parent.mkdir(parents=True)
