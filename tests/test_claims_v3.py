@@ -219,16 +219,18 @@ def test_a_probability_quantifier_through_prediction_is_refused(tmp_path):
             )
 
 
-def test_a_probability_quantifier_goes_through_probability(tmp_path):
-    text = """
+CLAUSE = """
 synthesis.lyu_thm43.clause:
   source: Thm 4.3
   statement: the clause
   why: the paper's bound
   horizon: t = 1e300
   quantifier: probability
-  quantifier_source: "Thm 4.3: 'with probability >= 1 - 2^-m'"
 """
+
+
+def test_a_probability_quantifier_goes_through_probability(tmp_path):
+    text = CLAUSE + "  quantifier_source: \"Thm 4.3: 'with probability >= 1 - 2^-m'\"\n"
     led = ledger(tmp_path, text)
     c = led.probability(
         id="lyu_thm43.clause",
@@ -292,16 +294,7 @@ def test_v3_keys_are_on_every_claim(tmp_path, monkeypatch):
 
 
 def test_a_probability_about_the_limit_takes_a_frequency_trend(tmp_path):
-    text = """
-synthesis.lyu_thm43.clause:
-  source: Thm 4.3
-  statement: the clause
-  why: the paper's bound
-  horizon: t = 1e300
-  quantifier: probability
-  limit: true
-"""
-    led = ledger(tmp_path, text)
+    led = ledger(tmp_path, CLAUSE + "  limit: true\n")
     c = led.probability(
         id="lyu_thm43.clause",
         successes=[True] * 12 + [False] * 8,
