@@ -22,32 +22,20 @@ def test_outcome_three_ways():
 
 
 def _frame():
-    rows = []
-    for s in range(10):
-        rows.append(
-            dict(
-                H=40.0,
-                K=1.0,
-                eps=0.05,
-                init_scale=1e-6,
-                data="book",
-                seed=s,
-                outcome="converges",
-                peaks_outside=0,
-            )
+    common = dict(K=1.0, eps=0.05, init_scale=1e-6)
+    rows = [
+        dict(common, H=H, data=data, seed=s, outcome=outcome(s), peaks_outside=peaks(s))
+        for s in range(10)
+        for H, data, outcome, peaks in (
+            (40.0, "book", lambda s: "converges", lambda s: 0),
+            (
+                20.0,
+                "redrawn",
+                lambda s: "fails" if s < 4 else "converges",
+                lambda s: int(s % 2),
+            ),
         )
-        rows.append(
-            dict(
-                H=20.0,
-                K=1.0,
-                eps=0.05,
-                init_scale=1e-6,
-                data="redrawn",
-                seed=s,
-                outcome="fails" if s < 4 else "converges",
-                peaks_outside=int(s % 2),
-            )
-        )
+    ]
     return pd.DataFrame(rows)
 
 

@@ -30,6 +30,13 @@ Settings (one per theorem, each within its paper's hypotheses where possible):
 * ``lyu_probability`` — width ``m`` = 2…6, small init, ≥ 100 seeds on one
   dataset: whether Thm 4.3's limit is reached, and whether the init's output
   weights all had one sign (the event of probability ``2^{−(m−1)}``).
+* ``decay`` / ``decay_heldout`` — the three limits (Phuong, Lyu, Sarussi) at
+  ``t = 1e30, 1e100, 1e300`` and their decay ratio per decade of log10 t: does a
+  gap stop decaying above some scale (a transition) or does the crossing of a
+  fixed threshold move with the horizon (a slow decay)? Located on seeds 0-4 at
+  every scale, tested on fresh seeds 10-19 at the largest.
+* ``imbalance_fresh`` — fresh initialisations for the imbalance law of Thm 4.3's
+  slow misses (:func:`twolayer.synthesis.mass_law_exponent`).
 """
 
 from __future__ import annotations
@@ -335,6 +342,162 @@ def lyu_horizons_point(width: int, seed: int, data_seed: int) -> dict:
     return synthesis.lyu_horizon_run(width, seed, data_seed=data_seed)
 
 
+# The decay test of the regime maps: is a critical scale a transition (the gap stops
+# decaying: another limit) or the constant of a slow decay (the crossing moves with
+# the horizon)? Each theorem's gap at three horizons, t = 1e30, 1e100, 1e300, and its
+# decay ratio per decade of log10 t between the last two (a 1/log t decay: 0.1; a
+# stall: 1). Located on DECAY_SEEDS at every grid scale, tested on fresh
+# DECAY_HELDOUT_SEEDS at the grid's largest scale.
+DECAY_THEOREMS = ("phuong", "lyu", "sarussi")
+DECAY_TIMES = (1e30, 1e100, 1e300)
+DECAY_WIDTHS = (4, 20)
+DECAY_SEEDS = tuple(range(5))
+DECAY_HELDOUT_SEEDS = tuple(range(10, 20))
+DECAY_HELDOUT_SCALES = (SCALES[-1],)
+# the ledger's stall rule (twolayer.claims): a distance that shrinks by less than
+# 10 % per decade of log10 t has stopped decaying
+DECAY_STALL = 0.9
+
+
+def _decay_setting(theorem: str, init_scale: float, width: int, seed: int):
+    """``(net, data, gap)`` of one decay point: the map's network and data
+    (:func:`phuong_min_point`, :func:`lyu_point`, :func:`sarussi_point`) and its gap
+    as a function of a snapshot."""
+    from .limit_data import max_margin_pair, synthesis_data
+    from .models import TwoLayerNet
+    from .synthesis import live_gap
+    from .theory import lyu2021, sarussi2021
+
+    if theorem == "phuong":
+        data = synthesis_data(seed=seed)
+        w_pm = max_margin_pair(data)
+        net = TwoLayerNet(
+            data.d, width, init="balanced", init_scale=init_scale, seed=seed
+        )
+        return net, data, lambda s: live_gap(s["W"], s["a"], data.X, *w_pm)
+    if theorem == "lyu":
+        data, X_eval = lyu_data(seed)
+        alpha = 0.5
+        w_star = lyu2021.max_margin_separator(data.X, data.y)
+        target = lyu2021.symmetric_limit_function(X_eval, w_star, alpha)
+        net = TwoLayerNet(
+            data.d,
+            width,
+            alpha=alpha,
+            init="gaussian",
+            init_scale=init_scale,
+            seed=seed,
+        )
+        return (
+            net,
+            data,
+            lambda s: lyu2021.limit_error(s["W"], s["a"], X_eval, target, alpha),
+        )
+    if theorem == "sarussi":
+        data = sarussi_data(seed)
+        k = max(width // 2, 1)
+        net = TwoLayerNet.fixed_second_layer(
+            data.d, k, alpha=0.2, init_scale=init_scale, seed=seed
+        )
+        return (
+            net,
+            data,
+            lambda s: sarussi2021.clustering_ratio(
+                *sarussi2021.split_neurons(s["W"], k)
+            ),
+        )
+    raise ValueError(f"theorem must be one of {DECAY_THEOREMS}, got {theorem!r}")
+
+
+def decay_ratio(first, last, log10_first: float, log10_last: float):
+    """A distance's ratio per decade of ``log10 t`` between two horizons:
+    ``(last/first)^(1/log10(log10_last/log10_first))`` (a ``1/log t`` decay: 0.1, a
+    stall: 1; NaN where ``first`` is 0 or not finite)."""
+    first, last = np.asarray(first, float), np.asarray(last, float)
+    if not 0 < log10_first < log10_last:
+        raise ValueError(
+            f"need 0 < log10_first < log10_last, got {log10_first}, {log10_last}"
+        )
+    decades = np.log10(log10_last / log10_first)
+    ok = (first > 0) & np.isfinite(first)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (last / np.where(ok, first, 1.0)) ** (1 / decades)
+    return np.where(ok, out, np.nan)
+
+
+def _direction(W) -> np.ndarray:
+    W = np.asarray(W, float)
+    return W / np.linalg.norm(W)
+
+
+def decay_point(theorem: str, init_scale: float, width: int, seed: int) -> dict:
+    """One run of the decay test: the theorem's gap (:func:`_decay_setting`) at the
+    horizons ``DECAY_TIMES`` (``gap@h``, ``h`` = log10 t) and its decay ratio per
+    decade of log10 t between the last two (``ratio``, :func:`decay_ratio`); the
+    rival, the lazy alternative — the first layer stays in its initial direction —
+    as the distance ``‖W(t)/‖W(t)‖ − W(0)/‖W(0)‖‖`` at the same horizons
+    (``lazy@h``) and its ratio (``lazy_ratio``)."""
+    from .flows import gradient_flow
+
+    net, data, gap = _decay_setting(theorem, init_scale, width, seed)
+    run = gradient_flow(
+        net,
+        data,
+        DECAY_TIMES[-1],
+        rtol=1e-5,
+        atol=1e-8,
+        snapshot_times=[0.0, *DECAY_TIMES],
+        max_steps=400_000,
+    )
+    W0 = _direction(run.snapshots[0]["W"])
+    out = dict(theorem=theorem)
+    logs = [float(np.log10(t)) for t in DECAY_TIMES]
+    for h, s in zip(logs, run.snapshots[1:]):
+        out[f"gap@{h:g}"] = gap(s)
+        out[f"lazy@{h:g}"] = float(np.linalg.norm(_direction(s["W"]) - W0))
+    h0, h1 = logs[-2], logs[-1]
+    for key, col in (("ratio", "gap"), ("lazy_ratio", "lazy")):
+        out[key] = float(
+            decay_ratio(out[f"{col}@{h0:g}"], out[f"{col}@{h1:g}"], h0, h1)
+        )
+    return out
+
+
+# The imbalance law of Thm 4.3's slow misses tested on fresh initialisations: widths
+# 2-6, seeds never used by the probability grids (100-199), data draw 0, every init
+# outside Lemma 5.4's event whose imbalance is at least IMBALANCE_MIN (the smallest
+# of the 1e300 misses, 21.7, rounded down)
+IMBALANCE_SEEDS = tuple(range(100, 200))
+IMBALANCE_MIN = 20.0
+
+
+def imbalance_fresh_points() -> list[dict]:
+    """The fresh initialisations of the imbalance law (no flow: ``b̄`` only)."""
+    from .models import TwoLayerNet
+    from .theory import lyu2021
+
+    data, _ = lyu_data(0)
+    mu_bar = lyu2021.mu(data.X, data.y)
+    out = []
+    for m in PROBABILITY_WIDTHS:
+        for s in IMBALANCE_SEEDS:
+            net = TwoLayerNet(data.d, m, alpha=0.5, init="gaussian", seed=s)
+            b = lyu2021.embedding_vector(*net.weights(), mu_bar)
+            if not lyu2021.is_good_embedding(b):
+                continue
+            ratio = np.linalg.norm(b[b > 0]) / np.linalg.norm(b[b < 0])
+            if max(ratio, 1 / ratio) >= IMBALANCE_MIN:
+                out.append(dict(width=m, seed=s))
+    return out
+
+
+def imbalance_fresh_point(width: int, seed: int) -> dict:
+    """:func:`twolayer.synthesis.imbalance_law_run` on data draw 0."""
+    from . import synthesis
+
+    return synthesis.imbalance_law_run(width, seed, data_seed=0)
+
+
 POINTS = dict(
     phuong_min=phuong_min_point,
     lyu=lyu_point,
@@ -346,10 +509,28 @@ POINTS = dict(
     moves_draws=moves_draws_point,
     hinted_draws=hinted_draws_point,
     lyu_horizons=lyu_horizons_point,
+    decay=decay_point,
+    decay_heldout=decay_point,
+    imbalance_fresh=imbalance_fresh_point,
 )
 
 
 def _grid(name: str) -> list[dict]:
+    if name == "imbalance_fresh":
+        return imbalance_fresh_points()
+    if name in ("decay", "decay_heldout"):
+        scales, seeds = (
+            (SCALES, DECAY_SEEDS)
+            if name == "decay"
+            else (DECAY_HELDOUT_SCALES, DECAY_HELDOUT_SEEDS)
+        )
+        return [
+            dict(theorem=th, init_scale=sc, width=w, seed=s)
+            for th in DECAY_THEOREMS
+            for sc in scales
+            for w in DECAY_WIDTHS
+            for s in seeds
+        ]
     if name == "lyu_horizons":
         return [dict(p) for p in LYU_HORIZON_POINTS]
     if name == "hinted_draws":
@@ -387,6 +568,9 @@ def grid_key(name: str, base: str | None = None) -> str:
         h.update(f"{HINTED_KINDS!r} {HINTED_RTOL!r}".encode())
     elif name == "lyu_horizons":
         h.update(repr(LYU_HORIZON_POINTS).encode())
+    elif name in ("decay", "decay_heldout", "imbalance_fresh"):
+        h.update(repr(_grid(name)).encode())
+        h.update(repr(DECAY_TIMES).encode())
     elif name.endswith("_large"):
         h.update(repr(LARGE_SCALE).encode())
     h.update(repr(source_closure([POINTS[name]])).encode())
@@ -614,9 +798,19 @@ GRIDS = (
     "lyu_probability_large",
     "phuong_probability",
     "phuong_probability_large",
+    "decay",
+    "decay_heldout",
+    "imbalance_fresh",
+    "lyu_horizons",
 )
 # grids whose points may stop (a large init's vector field can overflow)
-MAY_STOP = ("lyu_probability_large", "phuong_probability_large", "moves_draws")
+MAY_STOP = (
+    "lyu_probability_large",
+    "phuong_probability_large",
+    "moves_draws",
+    "decay",
+    "decay_heldout",
+)
 
 
 def load_grids(names=GRIDS):
@@ -1073,3 +1267,153 @@ def lyu_clause_resolution(clause, frame, tol: float) -> dict:
         res_horizon=float(continued.reached.max()),
     )
     return dict(per_width=out, continued=continued, stale=stale, quotes=quotes)
+
+
+def decay_specs(phuong: float, lyu: float) -> dict:
+    """The decay test's theorems: key -> (threshold, label) of each gap
+    (``phuong``, ``lyu``: the page's thresholds; Sarussi's :data:`THRESHOLDS`)."""
+    return dict(
+        phuong=(phuong, "Phuong Thm 1"),
+        lyu=(lyu, "Lyu Thm 4.3"),
+        sarussi=(THRESHOLDS["sarussi"], "Sarussi Thm 6.1"),
+    )
+
+
+def _crossing_text(lo: float, hi: float, critical: float) -> str:
+    """A critical scale as the prose says it: its value, or where it lies beyond
+    the grid (:func:`critical_scale`'s NaNs)."""
+    if np.isfinite(critical):
+        return f"{critical:.2g}"
+    if np.isfinite(lo):
+        return f"above {lo:g}"
+    return f"below {hi:g}"
+
+
+def decay_test(located, heldout, specs) -> dict:
+    """The regime maps' decay test (grids ``decay`` and ``decay_heldout``, stopped
+    points left out and counted). ``crossings``: per theorem and horizon (log10
+    t of :data:`DECAY_TIMES`) the critical scale read at a fixed threshold
+    (:func:`critical_scale` of ``gap@h`` on ``located``): a transition keeps it, a
+    slow decay moves it up with the horizon. ``stalled``: per theorem and init
+    scale the fraction of ``located`` runs whose ratio per decade of log10 t is at
+    least :data:`DECAY_STALL` and the largest ratio. ``bracket``: per theorem the
+    smallest scale where half the runs or more stall (NaN: none on the grid).
+    ``trials``: per theorem the held-out flags at the largest scale — the gap
+    still decays (``decays``) and the lazy rival's distance decays
+    (``lazy_decays``). Quotes for the prose."""
+    import pandas as pd
+
+    stopped = int((located.error != "").sum() + (heldout.error != "").sum())
+    located, heldout = (f[f.error == ""] for f in (located, heldout))
+    logs = [float(np.log10(t)) for t in DECAY_TIMES]
+    crossings, stalled, bracket, trials = [], [], {}, {}
+    quotes = dict(decay_stopped=stopped)
+    for key, (thr, label) in specs.items():
+        f = located[located.theorem == key]
+        for h in logs:
+            c = critical_scale(f, f"gap@{h:g}", thr)
+            crossings.append(dict(theorem=key, label=label, log10_t=h, **c))
+        st = (
+            f.assign(stall=f.ratio >= DECAY_STALL)
+            .groupby("init_scale")
+            .agg(
+                stalled=("stall", "mean"),
+                worst=("ratio", "max"),
+                best=("ratio", "min"),
+                median=("ratio", "median"),
+            )
+            .reset_index()
+        )
+        stalled.append(st.assign(theorem=key, label=label))
+        over = st[st.stalled >= 0.5]
+        bracket[key] = float(over.init_scale.min()) if len(over) else np.nan
+        h = heldout[heldout.theorem == key]
+        trials[key] = dict(
+            decays=(h.ratio < DECAY_STALL).to_numpy(bool),
+            lazy_decays=(h.lazy_ratio < DECAY_STALL).to_numpy(bool),
+            ratio_hi=float(h.ratio.max()),
+            lazy_lo=float(h.lazy_ratio.min()),
+            runs=len(h),
+            label=label,
+            scale=float(h.init_scale.max()) if len(h) else np.nan,
+        )
+        quotes.update(
+            {
+                f"decay_{key}_hi": float(f.ratio.max()),
+                f"decay_{key}_med": float(f.ratio.median()),
+                f"decay_{key}_stalled": int((f.ratio >= DECAY_STALL).sum()),
+                f"decay_runs_{key}": len(f),
+                f"decay_{key}_held_hi": float(h.ratio.max()),
+                f"decay_{key}_lazy_lo": float(h.lazy_ratio.min()),
+            }
+        )
+    crossings = pd.DataFrame(crossings)
+    for key in specs:
+        c = crossings[crossings.theorem == key]
+        quotes[f"cross_{key}"] = "; ".join(
+            f"{_crossing_text(r.lo, r.hi, r.critical)} at log₁₀ t = {r.log10_t:g}"
+            for r in c.itertuples()
+        )
+    quotes.update(
+        decay_runs=len(located),
+        decay_held_runs=len(heldout) // max(len(specs), 1),
+        decay_brackets=int(np.isfinite(list(bracket.values())).sum()),
+        decay_lazy_lo=float(located.lazy_ratio.min()),
+    )
+    return dict(
+        crossings=crossings,
+        stalled=pd.concat(stalled, ignore_index=True),
+        bracket=bracket,
+        trials=trials,
+        quotes=quotes,
+    )
+
+
+def imbalance_law(horizons, fresh) -> dict:
+    """The imbalance law of Thm 4.3's slow misses (:func:`twolayer.synthesis.
+    mass_law_check` between ``log10 t`` = 200 and 300): on the stored misses of the
+    probability grid (``horizons``: the ``lyu_horizons`` grid, outside Lemma 5.4's
+    event, widths 2-6), on the fresh initialisations (``fresh``: the
+    ``imbalance_fresh`` grid) and on the limits page's draw 15 (width 10), whose
+    slow approach has another cause. ``*_dev``: ``|p − p_law|`` per run; ``fresh``:
+    the fresh grid with ``p``, ``p_law``; quotes for the prose, with each stored
+    miss's resolved horizon over its squared imbalance (``law_k2_lo/hi``)."""
+    from .synthesis import mass_law_check
+
+    h0, h1 = 200.0, 300.0
+    cols = [f"mass@{h:g}" for h in (h0, h1)]
+    ok = ~horizons.event.to_numpy(bool)
+    stored = horizons[ok & (horizons.width < 10)]
+    rival = horizons[ok & (horizons.width == 10)]
+    dev = {}
+    for key, f in (("stored", stored), ("rival", rival)):
+        p, law = mass_law_check(f[cols[0]], f[cols[1]], h0, h1)
+        dev[key] = np.abs(np.asarray(p) - np.asarray(law))
+    rp, rlaw = mass_law_check(rival[cols[0]], rival[cols[1]], h0, h1)
+    fresh = fresh[fresh.error == ""] if "error" in fresh else fresh
+    dev["fresh"] = np.abs(fresh.p - fresh.p_law).to_numpy(float)
+    k2 = (stored.resolved / stored.imbalance**2).to_numpy(float)
+    rho = np.r_[fresh[cols[0]], fresh[cols[1]]]
+    quotes = dict(
+        law_stored_n=len(stored),
+        law_stored_dev=float(dev["stored"].max()),
+        law_fresh_n=len(fresh),
+        law_fresh_dev=float(dev["fresh"].max()),
+        law_fresh_k_lo=float(fresh.imbalance.min()),
+        law_fresh_k_hi=float(fresh.imbalance.max()),
+        law_rho_lo=float(rho.min()),
+        law_rho_hi=float(rho.max()),
+        law_rival_p=float(np.asarray(rp)[0]),
+        law_rival_law=float(np.asarray(rlaw)[0]),
+        law_k2_lo=float(np.nanmin(k2)),
+        law_k2_hi=float(np.nanmax(k2)),
+        law_k_lo=float(stored.imbalance.min()),
+        law_k_hi=float(stored.imbalance.max()),
+    )
+    return dict(
+        stored_dev=dev["stored"],
+        fresh_dev=dev["fresh"],
+        rival_dev=float(dev["rival"][0]),
+        fresh=fresh,
+        quotes=quotes,
+    )

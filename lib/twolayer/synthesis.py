@@ -399,6 +399,26 @@ def own_cone_exits(record, signs, start: int = 0) -> int:
     return int((ok[:-1] & ~ok[1:]).sum())
 
 
+def _overlay_setup(
+    seed: int,
+    init_scale: float,
+    n: int,
+    d: int,
+    std: float,
+    alpha: float,
+    width: int,
+    init: str = "balanced",
+) -> tuple[Dataset, TwoLayerNet]:
+    """The overlay's data (:func:`synthesis_data`, draw ``seed``) and network (init
+    ``init`` of scale ``init_scale`` from ``seed``), shared by :func:`overlay_run`
+    and :func:`overlay_decay_run`."""
+    data = synthesis_data(n, d, std=std, seed=seed)
+    net = TwoLayerNet(
+        d, width, alpha=alpha, init=init, init_scale=init_scale, seed=seed
+    )
+    return data, net
+
+
 def overlay_run(
     seed: int,
     init_scale: float,
@@ -421,7 +441,7 @@ def overlay_run(
 
     from .flows import gradient_flow
 
-    data = synthesis_data(n, d, std=std, seed=seed)
+    data, net = _overlay_setup(seed, init_scale, n, d, std, alpha, width, init)
     w_pm = max_margin_pair(data)
     w_star = lyu2021.max_margin_separator(data.X, data.y)
     t_scale = float(min2024.book_time(min2024.t1_order(data.X, data.y), "mean", data.n))
@@ -433,9 +453,6 @@ def overlay_run(
                 np.logspace(3, np.log10(t_max), 45),
             ]
         )
-    )
-    net = TwoLayerNet(
-        d, width, alpha=alpha, init=init, init_scale=init_scale, seed=seed
     )
     W0, a0 = net.weights()
     run = gradient_flow(net, data, t_max, rtol=1e-5, atol=1e-8, snapshot_times=snap_t)
@@ -1181,6 +1198,73 @@ def lyu_horizon_run(
     return out
 
 
+def mass_law_exponent(rho, alpha: float = 0.5):
+    """The exponent ``p`` with which the mass ratio ``ρ = P/Q`` of Thm 5.5's two
+    neurons falls against ``log t`` (``ρ ∝ (log t)^-p`` locally), while the larger
+    neuron's class holds the smallest margins. On symmetric data the two neurons along
+    ``±w*`` give that class the margin ``αP + Q`` (``P``, ``Q``: the neurons'
+    squared norms, ``|a_k| = ‖w_k‖``), and the flow grows ``ln Q`` ``1/α`` times as
+    fast as ``ln P``: ``Q = cP^{1/α}``, so ``ρ = 1/(cP)`` for ``α = ½``. With
+    the margin ``αP + cP² ∝ log t``, ``p = d ln P/d ln(αP + cP²) = (α + 1/ρ)/(α +
+    2/ρ) = (αρ + 1)/(αρ + 2)``: → 1 (``ρ ∝ 1/log t``) while ``ρ ≫ 1/α``."""
+    rho = np.asarray(rho, float)
+    if not alpha == 0.5:
+        raise ValueError(f"the closed form is for alpha = 0.5, got {alpha!r}")
+    return (alpha * rho + 1) / (alpha * rho + 2)
+
+
+def mass_law_check(rho0, rho1, h0: float, h1: float, alpha: float = 0.5):
+    """The mass ratio's measured exponent between the horizons ``log10 t = h0, h1``,
+    ``p = −ln(ρ1/ρ0)/ln(h1/h0)``, and :func:`mass_law_exponent` at the geometric
+    mean ``√(ρ0 ρ1)``: ``(measured, law)``."""
+    rho0, rho1 = np.asarray(rho0, float), np.asarray(rho1, float)
+    measured = -np.log(rho1 / rho0) / np.log(h1 / h0)
+    return measured, mass_law_exponent(np.sqrt(rho0 * rho1), alpha)
+
+
+IMBALANCE_HORIZONS = (200.0, 300.0)
+
+
+def imbalance_law_run(
+    width: int,
+    seed: int,
+    *,
+    data_seed: int = 0,
+    alpha: float = 0.5,
+    r: float = 1e-6,
+    horizons=IMBALANCE_HORIZONS,
+) -> dict:
+    """One Lyu et al. Thm 4.3 initialisation's σ → 0 flow (Thm 5.5's two neurons
+    from Lemma 5.4's ``r θ̂``, as :func:`lyu_horizon_run`) to ``10^horizons[-1]``:
+    the imbalance ``k = max(|b̄+|/|b̄−|, inverse)``, the mass ratio ``ρ``
+    (:func:`_mass_ratio`) at each horizon (``mass@h``), its measured exponent and
+    the law's (:func:`mass_law_check`: ``p``, ``p_law``)."""
+    from .flows import gradient_flow
+
+    data, _ = lyu_data(data_seed)
+    mu_bar = lyu2021.mu(data.X, data.y)
+    mu_bar = mu_bar / np.linalg.norm(mu_bar)
+    net = TwoLayerNet(data.d, width, alpha=alpha, init="gaussian", seed=seed)
+    b = lyu2021.embedding_vector(*net.weights(), mu_bar)
+    if not lyu2021.is_good_embedding(b):
+        raise ValueError(f"seed {seed}, width {width}: b̄ has one sign (Lemma 5.4)")
+    W, a = lyu2021.phase2_start(b, mu_bar)
+    flow = gradient_flow(
+        TwoLayerNet.from_weights(r * W, r * a, alpha=alpha),
+        data,
+        log10_t_max=max(horizons),
+        snapshot_log10_times=horizons,
+        rtol=1e-5,
+        atol=1e-8,
+        late_method="Radau",
+    )
+    rho = [_mass_ratio(s["a"]) for s in flow.snapshots]
+    p, law = mass_law_check(rho[0], rho[-1], horizons[0], horizons[-1], alpha)
+    out = dict(width=width, seed=seed, imbalance=_mass_ratio(a) ** 0.5)
+    out.update({f"mass@{h:g}": v for h, v in zip(horizons, rho)})
+    return dict(out, p=float(p), p_law=float(law))
+
+
 def weighted_direction_gap(W, a, w_plus, w_minus) -> float:
     """Phuong & Lampert Thm 1's gap as the theorem weighs neurons, on ``W/‖W‖_F``:
     ``Σ_j ‖w_j‖² (1 − cos(w_j, w_{sign a_j})) / ‖W‖_F²`` — a neuron counts by its
@@ -1215,12 +1299,9 @@ def overlay_decay_run(
     ``x̂±`` (normalised class sums, ``xhat@h``) and its ratio ``xhat_ratio``."""
     from .flows import gradient_flow
 
-    data = synthesis_data(n, d, std=std, seed=seed)
+    data, net = _overlay_setup(seed, init_scale, n, d, std, alpha, width)
     w_plus, w_minus = max_margin_pair(data)
     x_plus, x_minus = phuong2021.early_phase_directions(data.X, data.y)
-    net = TwoLayerNet(
-        d, width, alpha=alpha, init="balanced", init_scale=init_scale, seed=seed
-    )
     run = gradient_flow(
         net,
         data,

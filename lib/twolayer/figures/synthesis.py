@@ -250,6 +250,53 @@ def regime_maps(grids, theorems, keys, height=3.0):
     return fig
 
 
+def decay_test(test, scales, stall: float = 0.9):
+    """The regime maps' decay test (:func:`twolayer.regimes.decay_test`): top, each
+    theorem's critical scale read at a fixed threshold at three horizons (a
+    triangle at the grid's edge where the crossing lies beyond it: ▲ nothing fails
+    at the largest scale, ▼ everything fails at the smallest); bottom, per init
+    scale the median decay ratio per decade of log10 t over the runs (line) and
+    their range (band), with the stall rule (dashed) and a 1/log t decay
+    (dotted)."""
+    lo, hi = float(min(scales)), float(max(scales))
+    fig, axes = plots.panels(2, 1, height=5.6)
+    for i, (key, c) in enumerate(test["crossings"].groupby("theorem", sort=False)):
+        crit = c.critical.to_numpy(float)
+        above = ~np.isfinite(crit) & np.isfinite(c.lo.to_numpy(float))
+        below = ~np.isfinite(crit) & ~above
+        y = np.where(above, hi, np.where(below, lo, crit))
+        x = c.log10_t.to_numpy(float)
+        inside = ~(above | below)
+        axes[0].loglog(x, y, "-", color=f"C{i}", label=c.label.iloc[0])
+        axes[0].loglog(x[inside], y[inside], "o", color=f"C{i}")
+        axes[0].loglog(x[above], y[above], "^", ms=8, color=f"C{i}")
+        axes[0].loglog(x[below], y[below], "v", ms=8, color=f"C{i}")
+    axes[0].set(
+        xlabel=LOG_T,
+        ylabel="critical init scale",
+        title="crossing of a fixed gap threshold",
+        ylim=(lo / 2, hi * 2),
+    )
+    axes[0].legend(fontsize=9)
+    for i, (key, s) in enumerate(test["stalled"].groupby("theorem", sort=False)):
+        axes[1].fill_between(
+            s.init_scale, s["best"], s["worst"], color=f"C{i}", alpha=0.2
+        )
+        axes[1].loglog(
+            s.init_scale, s["median"], "o-", color=f"C{i}", label=s.label.iloc[0]
+        )
+    axes[1].axhline(stall, color="k", ls="--", lw=1, label=f"stall ({stall:g})")
+    axes[1].axhline(0.1, color="0.4", ls=":", lw=1, label="$1/\\log t$ (0.1)")
+    axes[1].set(
+        xlabel="init scale",
+        ylabel="decay ratio",
+        title="gap ratio per decade of $\\log_{10} t$ (median, range)",
+    )
+    axes[1].legend(fontsize=9, ncol=2)
+    plots.fit_titles(fig)
+    return fig
+
+
 def probability_clauses(clauses):
     """Failure rates per width against each theorem's bound (dashed) and the rival at
     large init (dotted); ``clauses``: theorem -> :func:`~twolayer.regimes.
