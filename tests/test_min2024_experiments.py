@@ -122,7 +122,7 @@ def test_fig5_literal_halving_and_divergence():
     assert -1 <= c <= 1
     assert E.literal_reading((k, 0.5), 0.9).endswith("before the neurons align")
     assert "same few steps" in E.literal_reading((k, 0.95), 0.9)
-    assert E.literal_reading("boom", 0.9) == "GD diverges (boom)"
+    assert E.literal_reading("boom", 0.9).startswith("GD diverges within the run")
     assert isinstance(E.fig5_literal(ds, 4, 1.0, seed=0, lr_sum=1e6, steps=40), str)
 
 

@@ -11,6 +11,7 @@ sum of ``log(1 + e^{-q})`` runs at half the speed of the paper's
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .. import data, flows, models
+from .. import data, flows, models, prose
 from ..theory import min2024 as theory
 
 #: The angles of Figs 7–9 (App. A.2–A.3): ``θ`` of the second point, ``None`` for
@@ -62,6 +63,32 @@ def two_points(
         trajs = flows.gd_many(nets, ds, **kw)
         runs[name] = theory.two_point_runs(trajs, ds.X, ds.y, k_mid)
     return runs
+
+
+def linear_settled(
+    seeds: Sequence[int],
+    width: int,
+    init_scale: float,
+    lr: float,
+    steps: int,
+    theta: float | None = None,
+    init: str = "gaussian",
+) -> np.ndarray:
+    """Fig 9's rival: per seed, the linear two-layer network
+    (:func:`~twolayer.theory.min2024.linear_gd`) from the same init as
+    :func:`two_points` on the points at ``theta`` (orthogonal for None), GD at step
+    ``lr`` for ``steps`` steps; the smallest
+    :func:`~twolayer.theory.min2024.point_cosine` of its neurons with ``v_j > 0``.
+    Every linear neuron moves along ``x1 + x2``, so it cannot settle on one point."""
+    ds = data.two_point_set(theta)
+    out = []
+    for s in seeds:
+        net = models.TwoLayerNet(2, width, seed=s, init=init, init_scale=init_scale)
+        W0, v0 = net.weights()
+        _, Ws, vs = theory.linear_gd(W0, v0, ds.X, ds.y, lr, steps, [steps])
+        pos = vs[-1] > 0
+        out.append(float(theory.point_cosine(Ws[-1][pos], ds.X).min()))
+    return np.array(out)
 
 
 # ------------------------------------------------------------------------------
@@ -195,7 +222,12 @@ def literal_reading(result: tuple[int, float] | str, level: float) -> str:
     the loss halves and whether the neurons were aligned (cosine ``>= level``)
     by then, or that GD diverges."""
     if isinstance(result, str):
-        return f"GD diverges ({result})"
+        at = re.search(r"at step (\d+)", result)
+        when = f"by iteration {at.group(1)}" if at else "within the run"
+        return (
+            f"GD diverges {when}: the loss overflows, so the literal step leaves the "
+            "small-initialisation regime at once"
+        )
     k, c = result
     text = f"the loss halves by iteration {k}, when the mean positive neuron's "
     text += f"cosine with x+ is {c:.3f}: "
@@ -579,3 +611,178 @@ def eps_sweep(
     t_end = float(theory.paper_time(steps * lr))
     table["t1 - t_esc"] = np.minimum(table.t1, t_end) - table.t_esc
     return table
+
+
+# ------------------------------------------------------------------------------
+# Fig 6's two loss drops (App. A.1), where they can occur: ||x+|| != ||x-||.
+
+
+def unbalanced_cones(
+    n_pos: int, n_neg: int, half_angle: float, seed: int
+) -> data.Dataset:
+    """Two opposite 2-D cones (``data.opposite_cones`` of the seed) with ``n_pos``
+    positive and ``n_neg`` negative points, so ``‖x+‖ ≠ ‖x−‖`` (Assumption 1 holds
+    as on the balanced set)."""
+    full = data.opposite_cones(2 * max(n_pos, n_neg), 2, half_angle, seed=seed)
+    pos, neg = np.flatnonzero(full.y > 0), np.flatnonzero(full.y < 0)
+    if n_pos < 1 or n_neg < 1:
+        raise ValueError(f"n_pos and n_neg must be >= 1, got {n_pos}, {n_neg}")
+    keep = np.r_[pos[:n_pos], neg[:n_neg]]
+    name = f"unbalanced-cones({n_pos}+/{n_neg}-, half_angle={half_angle:g})"
+    return data.Dataset(full.X[keep], full.y[keep], name, full.provenance)
+
+
+def two_drops(
+    seeds: Sequence[int],
+    counts: Sequence[int],
+    half_angle: float,
+    width: int,
+    init_scale: float,
+    lr: float,
+    steps: int,
+) -> pd.DataFrame:
+    """Fig 6's "two sharp loss decreases" (App. A.1, after Boursier et al. 2022)
+    where they can occur: per seed, :func:`unbalanced_cones` with ``counts =
+    (n_pos, n_neg)``, GD at step ``lr`` for ``steps`` steps (sum loss, snapshots
+    every 10) of the ReLU network from the balanced init of scale ``init_scale``
+    and of the linear two-layer network from the same init. One row per seed:
+    each class's loss-halving time (paper time) and the
+    :func:`~twolayer.theory.min2024.drop_separation` of each network;
+    ``attrs["first"]`` the first seed's paper times and per-class losses."""
+    rows, marks = [], range(0, steps + 1, 10)
+    for s in seeds:
+        ds = unbalanced_cones(*counts, half_angle, s)
+        net = models.TwoLayerNet(
+            2, width, init="balanced", init_scale=init_scale, seed=s
+        )
+        W0, v0 = net.weights()
+        run = flows.gd(
+            net, ds, lr=lr, steps=steps, reduction="sum", snapshot_steps=marks
+        )
+        k, Wl, vl = theory.linear_gd(W0, v0, ds.X, ds.y, lr, steps, marks)
+        paths = {
+            "relu": (theory.paper_time(run.times), run.param("W"), run.param("a")),
+            "linear": (theory.paper_time(k * lr), Wl, vl),
+        }
+        row = dict(seed=s)
+        for name, (t, Ws, vs) in list(paths.items()):
+            lin = name == "linear"
+            losses = theory.class_losses(Ws, vs, ds.X, ds.y, linear=lin)
+            tp, tm = theory.class_halving_times(t, losses)
+            row |= {f"{name}_t_plus": tp, f"{name}_t_minus": tm}
+            row[f"{name}_sep"] = theory.drop_separation(tp, tm, ds.X, ds.y)
+            paths[name] = (t, losses)
+        rows.append(row)
+        if s == seeds[0]:
+            first = paths
+    table = pd.DataFrame(rows)
+    table.attrs["first"] = first
+    return table
+
+
+# ------------------------------------------------------------------------------
+# The clock of Figs 5, 10, 11 tested out of sample.
+
+
+def escape_estimates(trajs, ds: data.Dataset, lr: float) -> np.ndarray:
+    """Per run, the escape-time estimate ``ln(1/f0)/(2r)`` in iterations
+    (:func:`~twolayer.theory.min2024.escape_iterations`) from the run's first
+    snapshot (``f0 = max_i |f(x_i)|`` at initialisation) at step ``lr``."""
+    xs = theory.aggregate_data(ds.X, ds.y)
+    out = []
+    for t in trajs:
+        f0 = theory.max_output(t.param("W")[0], t.param("a")[0], ds.X)
+        out.append(theory.escape_iterations(lr, *xs, f0))
+    return np.array(out)
+
+
+@dataclass
+class Clock:
+    """Fig 5's clock calibrated on one digit pair: the pair, the seeds, each
+    seed's loss-halving iteration ``t_half`` and escape estimate ``t_esc``, and the
+    calibrated factor ``factor`` = mean of ``t_half / t_esc``."""
+
+    pair: tuple[int, int]
+    seeds: list
+    t_half: np.ndarray
+    t_esc: np.ndarray
+
+    @property
+    def factor(self) -> float:
+        return float(np.mean(self.t_half / self.t_esc))
+
+    def predict(self, t_esc) -> np.ndarray:
+        """The calibrated clock's halving iteration for escape estimates ``t_esc``."""
+        return self.factor * np.asarray(t_esc, dtype=float)
+
+
+def clock_calibration(
+    pair: Sequence[int],
+    seeds: Sequence[int],
+    width: int,
+    init_scale: float,
+    lr_paper: float,
+    steps: int,
+) -> Clock:
+    """Fig 5's clock on the digit pair ``pair`` (centred, the book's step
+    :func:`~twolayer.theory.min2024.per_example_step`): the runs of
+    :func:`fig5_runs` for ``seeds`` to ``steps`` iterations (every seed must
+    halve its loss by then), their halving iterations and escape estimates."""
+    ds = data.mnist_pair(*pair).centered()
+    lr = theory.per_example_step(lr_paper, ds.n)
+    nets = [
+        models.TwoLayerNet(ds.d, width, init_scale=init_scale, seed=s, **_F32)
+        for s in seeds
+    ]
+    every20 = range(0, steps + 1, 20)
+    runs = flows.gd_many(
+        nets, ds, lr=lr, steps=steps, snapshot_steps=every20, reduction="sum"
+    )
+    t_half = [theory.phase_summaries([r], ds.X, ds.y)[0].t_half for r in runs]
+    return Clock(
+        tuple(pair),
+        list(seeds),
+        np.array(t_half, float),
+        escape_estimates(runs, ds, lr),
+    )
+
+
+def clock_errors(clock: Clock, t_half, t_esc) -> tuple[np.ndarray, np.ndarray]:
+    """Per seed of another pair (its halving iterations ``t_half`` and escape
+    estimates ``t_esc``): ``|ln(t_half / clock.predict(t_esc))|``, and the same
+    for the calibration pair's mean halving carried over unchanged (the rival: a
+    clock that ignores the pair's growth rate and initial output)."""
+    t_half = np.asarray(t_half, dtype=float)
+    err = np.abs(np.log(t_half / clock.predict(t_esc)))
+    rival = np.abs(np.log(t_half / clock.t_half.mean()))
+    return err, rival
+
+
+def clock_reading(
+    pair: Sequence[int], t_half, t_esc, clock: Clock | None = None
+) -> str:
+    """The sentences Fig 5's page says of its clock: on the calibration pair
+    (``clock`` None) how the halving compares with the escape estimate; on another
+    pair the calibrated prediction against the measured halving, and the
+    calibration pair's halving carried over unchanged."""
+    t_half, t_esc = np.asarray(t_half, float), np.asarray(t_esc, float)
+    ratio = prose.span(t_half / t_esc, digits=3)
+    if clock is None:
+        return (
+            f"On this pair, which calibrates the clock, the loss halves at "
+            f"{ratio} times the escape estimate (seeds of this page); the pages of the "
+            "paper's Figs. 10 and 11 test the calibrated clock on other digits."
+        )
+    err, rival = clock_errors(clock, t_half, t_esc)
+    cal = "/".join(str(d) for d in clock.pair)
+    seeds = prose.span(clock.seeds[0], clock.seeds[-1], digits=6)
+    return (
+        f"**The clock out of sample.** Calibrated on digits {cal} (seeds {seeds}: "
+        f"halving at iterations {prose.span(clock.t_half, digits=4)}, "
+        f"{clock.factor:.3f} times the escape estimate), the clock predicts this "
+        f"pair's halving at iterations {prose.span(clock.predict(t_esc), digits=4)} "
+        f"from this pair's escape estimates alone; the runs halve at "
+        f"{prose.span(t_half, digits=4)}: |ln(measured/predicted)| at most "
+        f"{err.max():.3f}. Carried over unchanged, the {cal} halving "
+        f"({clock.t_half.mean():.0f}) misses by {prose.span(rival, digits=2)} in ln."
+    )

@@ -231,6 +231,25 @@ def relu_linear(X, y, relu, linear):
     return fig
 
 
+def two_drops(first: dict):
+    """Fig 6's two loss drops where ``‖x+‖ ≠ ‖x−‖``: each class's loss over its
+    initial value along the ReLU run (a) and the linear run from the same init
+    (b) (``first``: ``{"relu" | "linear": (paper times, (k, 2) class losses)}``,
+    :func:`~twolayer.experiments.min2024.two_drops`), the total loss in black."""
+    fig, axes = plots.panels(1, 2, height=3.4, sharey=True)
+    titles = {"relu": "(a) ReLU", "linear": "(b) linear, same init"}
+    for ax, (name, (t, L)) in zip(axes, first.items()):
+        total = L.sum(axis=1)
+        ax.plot(t, total / total[0], "k", lw=2, label="total loss")
+        ax.plot(t, L[:, 0] / L[0, 0], "C0--", label="positive points ($x_+$)")
+        ax.plot(t, L[:, 1] / L[0, 1], "C3:", label="negative points ($x_-$)")
+        ax.set(xlabel="time (paper units)", title=titles[name])
+    axes[0].set_ylabel("loss / initial loss")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
+    plots.fit_titles(fig)
+    return fig
+
+
 def long_flows(longs: dict, scales: dict):
     """Stable rank and ``t L(t)`` along the long flows, one line per seed, for each
     init of ``longs`` (``{"small": [long_flow_summary, ...], "large": [...]}``;

@@ -1047,6 +1047,21 @@ def loss_and_growth(traj, step: int) -> tuple[float, float]:
     return float(traj.loss[k] / traj.loss[0]), float(np.log10(norms[1] / norms[0]))
 
 
+def change_ratio(traj, step: int) -> float:
+    """Figs 12–13's statistic at iteration ``step`` of a trajectory recording
+    :func:`norm_direction_changes` (``"changes"``): ``log10`` of the summed rate of
+    change of the neuron norms over that of their directions. App. A.5: in the
+    alignment phase "only neuron directions are changing while neurons' norms do
+    not grow" (very negative); with the first layer only there is no such phase."""
+    hits = np.flatnonzero(np.asarray(traj.steps) == step)
+    if hits.size == 0:
+        raise ValueError(f"no snapshot at iteration {step}")
+    norms, dirs = np.asarray(traj.record("changes"), dtype=float)[int(hits[0])]
+    if not (norms > 0 and dirs > 0):
+        raise ValueError(f"rates at iteration {step} must be > 0, got {norms}, {dirs}")
+    return float(np.log10(norms / dirs))
+
+
 def escape_slope(eps, t_esc, rate: float) -> float:
     """Least-squares slope of the end of the alignment phase ``t_esc`` in
     ``log(1/ε)``, times ``rate = max(‖x+‖, ‖x−‖)``: 1 when an aligned neuron grows
@@ -1330,3 +1345,59 @@ def all_in_from(steps, fractions) -> np.ndarray:
         k = 0 if bad.size == 0 else bad[-1] + 1
         out.append(steps[min(k, steps.size - 1)])
     return np.array(out)
+
+
+# ------------------------------------------------------------------------------
+# Fig 6's two loss drops (App. A.1): one class of neurons escapes at a time.
+
+
+def class_losses(Ws, vs, X, y, linear: bool = False) -> np.ndarray:
+    """Per snapshot, the loss ``Σ_{i: y_i = c} log(1 + e^{−y_i f(x_i)})`` of the
+    positive (column 0) and the negative points (column 1), shape (k, 2), along
+    snapshots ``Ws`` (k, h, d) and ``vs`` (k, h) of the ReLU net (or of the linear
+    two-layer net ``f(x) = Σ_j v_j w_j·x`` with ``linear=True``)."""
+    Ws = np.asarray(to_numpy(Ws), dtype=float)
+    vs = np.asarray(to_numpy(vs), dtype=float)
+    X, y = as_xy(X, y)
+    if Ws.ndim != 3 or vs.shape != Ws.shape[:2] or Ws.shape[2] != X.shape[1]:
+        raise ValueError("Ws (k, h, d) and vs (k, h) must match X (n, d)")
+    Z = np.einsum("kjd,nd->kjn", Ws, X)
+    f = np.einsum("kj,kjn->kn", vs, Z if linear else np.maximum(Z, 0))
+    L = np.logaddexp(0, -y * f)
+    return np.stack([L[:, y > 0].sum(axis=1), L[:, y < 0].sum(axis=1)], axis=1)
+
+
+def class_halving_times(times, losses) -> tuple[float, float]:
+    """The first of ``times`` at which each class's loss (columns of
+    :func:`class_losses`) is at most half its value at ``times[0]``: ``(t+, t−)``
+    (NaN if never)."""
+    t = np.asarray(times, dtype=float)
+    L = np.asarray(losses, dtype=float)
+    if L.shape != (t.size, 2):
+        raise ValueError(f"losses must have shape ({t.size}, 2), got {L.shape}")
+    out = []
+    for c in range(2):
+        hit = np.flatnonzero(L[:, c] <= L[0, c] / 2)
+        out.append(float(t[hit[0]]) if hit.size else float("nan"))
+    return out[0], out[1]
+
+
+def drop_separation(t_plus: float, t_minus: float, X, y) -> float:
+    """How far apart the two classes' loss drops are, as a fraction of what the
+    per-class escape predicts: ``ln(t−/t+) / ln(‖x+‖/‖x−‖)``.
+
+    A neuron in ``S_c`` grows like ``exp(‖x_c‖ t)`` (paper time, ``−ℓ'(0) = 1``)
+    while the output is small (Thm 1 (i): it is moved by its class's points only),
+    so class ``c`` is fitted after ``≈ ln(1/ε)/‖x_c‖``: the ratio of the two
+    halving times is ``‖x+‖/‖x−‖`` and the fraction is 1, two separate drops when
+    ``‖x+‖ ≠ ‖x−‖``. A linear network moves every neuron along ``±(x+ − x−)`` and
+    fits both classes at once: 0."""
+    X, y = as_xy(X, y)
+    xp = np.linalg.norm(X[y > 0].sum(axis=0))
+    xm = np.linalg.norm(X[y < 0].sum(axis=0))
+    if not (t_plus > 0 and t_minus > 0) or np.isclose(xp, xm):
+        raise ValueError(
+            "halving times must be > 0 (a class that never halves its loss: run "
+            "longer) and ||x+|| != ||x-||"
+        )
+    return float(np.log(t_minus / t_plus) / np.log(xp / xm))
