@@ -9,6 +9,7 @@ definitions of :mod:`twolayer.theory.sarussi2021`.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -533,6 +534,287 @@ def read_at(rows: pd.DataFrame, column: str, times) -> np.ndarray:
     )
 
 
+# ----------------------------------------------------------------- Thm 5.1: stored runs
+
+# The one resolved small-init start of every MNIST run (Figs 2 and 6): one Euler
+# step of t_start (a thousandth of the init scale 1e-6), steps growing as
+# rel_start * t up to lr_early (at t = 0.2), lr_early up to t_early, then
+# rel_step * t; float64. "halved": every step halved (the resolution check).
+MNIST_PLANS = {
+    "resolved": dict(
+        lr_early=0.002,
+        t_early=5.0,
+        n_early_snapshots=45,
+        rel_step=0.002,
+        stages=20,
+        t_start=1e-9,
+        rel_start=0.01,
+    ),
+    "halved": dict(
+        lr_early=0.001,
+        t_early=5.0,
+        n_early_snapshots=45,
+        rel_step=0.001,
+        stages=20,
+        t_start=5e-10,
+        rel_start=0.005,
+    ),
+}
+MNIST_NET = dict(k=5, alpha=0.2, margin=0.01, dtype="float64")
+MNIST_STORE = (
+    Path(__file__).resolve().parents[3]
+    / "data"
+    / "sweeps"
+    / "sarussi2021_mnist_resolved.parquet"
+)
+
+
+def mnist_plan(plan: str, ends) -> list:
+    """The :func:`~twolayer.theory.sarussi2021.mnist_schedule` of the named
+    ``plan`` of :data:`MNIST_PLANS` with the horizons ``ends`` (flow times)."""
+    if plan not in MNIST_PLANS:
+        raise ValueError(f"plan must be one of {sorted(MNIST_PLANS)}, got {plan!r}")
+    p = dict(MNIST_PLANS[plan])
+    stages = p.pop("stages")
+    head = [p.pop(n) for n in ("lr_early", "t_early", "n_early_snapshots", "rel_step")]
+    return theory.mnist_schedule(*head, [float(e) for e in ends], stages, **p)
+
+
+def mnist_code_key() -> str:
+    """What the stored MNIST runs were computed with (12 hex digits): the flow
+    files (:data:`twolayer.codekey.FLOW_CODE`), the code
+    :func:`~twolayer.theory.sarussi2021.mnist_pair_rows` and :func:`mnist_plan`
+    call (:func:`twolayer.codekey.source_closure`), the plans and the network
+    (:data:`MNIST_PLANS`, :data:`MNIST_NET`) and the data's
+    :func:`~twolayer.data.fingerprint`."""
+    import hashlib
+
+    from ..codekey import FLOW_CODE, canonical, source_closure
+
+    lib = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for rel in FLOW_CODE:
+        h.update(canonical((lib / rel).read_text()))
+    h.update(repr(source_closure([theory.mnist_pair_rows, mnist_plan])).encode())
+    h.update(
+        repr(sorted((k, sorted(v.items())) for k, v in MNIST_PLANS.items())).encode()
+    )
+    h.update(repr(sorted(MNIST_NET.items())).encode())
+    h.update(data.fingerprint().encode())
+    return h.hexdigest()[:12]
+
+
+def _mnist_compute(pair, setting, inits, plan, end) -> pd.DataFrame:
+    rows = theory.mnist_pair_rows(
+        pair, setting, inits, mnist_plan(plan, _ends(end)), **MNIST_NET
+    )
+    frame = pd.DataFrame(rows)
+    scale_of = {(label, seed): scale for label, scale, seed in inits}
+    frame["init_scale"] = [scale_of[key] for key in zip(frame.init, frame.seed)]
+    frame["plan"], frame["end"] = plan, float(end)
+    return frame
+
+
+def _ends(end: float) -> list[float]:
+    """The horizons of a run to ``end``: t = 150 (a stated horizon), then ``end``."""
+    return [150.0] if end <= 150.0 else [150.0, float(end)]
+
+
+def mnist_stored(pairs, ends, settings, inits, plan: str = "resolved", store=None):
+    """The MNIST runs of Figs 2 and 6 from the resolved start (:func:`mnist_plan`):
+    every pair of ``pairs`` to its horizon of ``ends``, in every input setting of
+    ``settings``, for the networks ``inits`` ``[(label, init_scale, seed), ...]``.
+    Read from the store (:data:`MNIST_STORE`, computed by ``python -m
+    twolayer.experiments.sarussi2021``) where it holds them at the current
+    :func:`mnist_code_key`; the others are computed here (slow: minutes per pair
+    and setting) and not stored.
+
+    Returns the snapshot rows (as :func:`mnist_runs`' ``rows``) and the number of
+    (pair, setting) groups that had to be computed."""
+    path = Path(store or MNIST_STORE)
+    have = pd.read_parquet(path) if path.exists() else pd.DataFrame()
+    key = mnist_code_key()
+    if len(have):
+        have = have[(have.code_key == key) & (have.plan == plan)]
+    frames, computed = [], 0
+    for (pair, end), setting in itertools.product(zip(pairs, ends), settings):
+        name = f"{pair[0]} vs {pair[1]}"
+        got, missing = [], []
+        for init in inits:
+            label, scale, seed = init
+            sel = (
+                have[
+                    (have.pair == name)
+                    & (have.setting == setting)
+                    & (have.end == float(end))
+                    & (have.init_scale == float(scale))
+                    & (have.seed == int(seed))
+                ]
+                if len(have)
+                else have
+            )
+            if len(sel):
+                got.append(sel.assign(init=label))
+            else:
+                missing.append(init)
+        if missing:
+            computed += 1
+            got.append(_mnist_compute(pair, setting, missing, plan, end))
+        frames.append(pd.concat(got, ignore_index=True))
+    rows = pd.concat(frames, ignore_index=True)
+    rows = rows.drop(columns=["code_key"], errors="ignore")
+    order = {(lab, s): i for i, (lab, _, s) in enumerate(inits)}
+    rows["_o"] = [order[(lab, s)] for lab, s in zip(rows.init, rows.seed)]
+    rows = rows.sort_values(["_o", "t"], kind="stable").drop(columns="_o")
+    rows = pd.concat(
+        [g for (_, _), g in rows.groupby(["pair", "setting"], sort=False)],
+        ignore_index=True,
+    )
+    return rows, computed
+
+
+def mnist_horizons(rows: pd.DataFrame, t_mid: float) -> pd.DataFrame:
+    """One row per run of :func:`mnist_stored`'s ``rows``: its :data:`RUN_KEYS`
+    and stated horizons (:func:`~twolayer.theory.sarussi2021.run_horizons`).
+    Raises if a run's loss is not finite or rises between snapshots by more than
+    1e-3 of its value (the step is too large)."""
+    rising = rows.groupby(RUN_KEYS).loss.apply(
+        lambda v: (np.diff(v) > 1e-3 * v.to_numpy()[:-1]).any()
+    )
+    if rows.loss.isna().any() or rising.any():
+        raise RuntimeError("the loss rose: the steps are too large")
+    return pd.DataFrame(
+        [
+            dict(zip(RUN_KEYS, key), **theory.run_horizons(run, t_mid))
+            for key, run in rows.groupby(RUN_KEYS, sort=False)
+        ]
+    )
+
+
+def mnist_resolution(
+    combos, seeds, init_scale: float, t_mid: float, ends: dict
+) -> pd.DataFrame:
+    """The resolution check of the MNIST start: for each ``(pair, setting)`` of
+    ``combos`` and each of ``seeds`` (init scale ``init_scale``), the
+    :func:`mnist_stored` runs of the ``"resolved"`` plan (to ``ends[pair]``)
+    and of the ``"halved"`` plan (every step halved, to ``t_mid``) read at the
+    same horizons: the smallest training fraction outside the regime up to the
+    fit (``entered``), the larger of the train and test fractions at ``t_mid``
+    (``outside``) and the first 100% training accuracy (``t_fit``), one row per
+    run and plan."""
+    out = []
+    for plan in ("resolved", "halved"):
+        for pair, setting in combos:
+            end = ends[tuple(pair)] if plan == "resolved" else t_mid
+            inits = [("small", init_scale, s) for s in seeds]
+            rows, _ = mnist_stored([pair], [end], [setting], inits, plan=plan)
+            for _, r in mnist_horizons(rows, t_mid).iterrows():
+                out.append(
+                    dict(
+                        plan=plan,
+                        pair=r.pair,
+                        setting=r.setting,
+                        seed=r.seed,
+                        entered=r.entered,
+                        outside=max(r["outside@mid"], r["outside_test@mid"]),
+                        t_fit=r.t_fit,
+                    )
+                )
+    return pd.DataFrame(out)
+
+
+def mnist_table(
+    small: pd.DataFrame, end_of: dict, tolerance: float, t_mid: float
+) -> pd.DataFrame:
+    """The table of the MNIST page: per pair and setting of ``small`` (the
+    small-init rows of :func:`mnist_horizons`, indexed by pair, setting and
+    seed, with ``outside@end``), the range over the seeds of the first 100%
+    training accuracy, and the worst seed's fractions outside the regime: the
+    smallest before the fit (train), at the fit (train), at ``t_mid`` and at
+    the end of the run ``end_of[pair]`` (the larger of train and test), and
+    whether that last one is within ``tolerance`` on every seed."""
+    from ..prose import count, number, span
+
+    rows = []
+    for (pair, setting), g in small.groupby(level=["pair", "setting"], sort=False):
+        mid = np.maximum(g["outside@mid"], g["outside_test@mid"])
+        fitted = np.isfinite(g.t_fit)
+        fit = span(g.t_fit) if fitted.all() else f"{count(fitted.sum(), len(g))} fit"
+        rows.append(
+            {
+                "pair": pair,
+                "inputs": setting,
+                "first fit (t)": fit,
+                "lowest before fit": number(g.entered.max()),
+                "at fit": number(g["outside@fit"].max()),
+                f"at t = {number(t_mid)}": number(mid.max()),
+                "at the end": number(g["outside@end"].max()),
+                "end (t)": number(end_of[pair]),
+                "zero at the end": "yes"
+                if (g["outside@end"] <= tolerance).all()
+                else "no",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def mnist_store(jobs, store=None, scratch: Path | None = None) -> pd.DataFrame:
+    """Compute the MNIST runs of ``jobs`` ``[(plan, pair, end, setting, inits),
+    ...]`` missing from the store and write the store (:data:`MNIST_STORE`) with
+    their :func:`mnist_code_key` after each job. Each finished job is kept in
+    ``scratch`` (default ``data/cache/sarussi2021_mnist``) so an interrupted
+    command resumes."""
+    import time
+
+    path = Path(store or MNIST_STORE)
+    key = mnist_code_key()
+    scratch = Path(scratch or path.parents[1] / "cache" / "sarussi2021_mnist")
+    scratch.mkdir(parents=True, exist_ok=True)
+    frames = []
+    for plan, pair, end, setting, inits in jobs:
+        tag = "-".join(map(str, [plan, *pair, int(end), setting, len(inits)]))
+        part = scratch / f"{key}_{tag}_{inits[0][2]}.parquet"
+        if not part.exists():
+            start = time.time()
+            _mnist_compute(pair, setting, inits, plan, end).to_parquet(part)
+            print(f"{tag} seed {inits[0][2]}: {time.time() - start:.0f} s", flush=True)
+        frames.append(pd.read_parquet(part))
+        frame = pd.concat(frames, ignore_index=True)
+        frame["code_key"] = key
+        tmp = path.with_suffix(".tmp.parquet")
+        frame.to_parquet(tmp, index=False)
+        tmp.replace(path)
+    return frame
+
+
+MNIST_FIG2 = [((0, 1), 1e4), ((3, 5), 1e4)]
+MNIST_FIG6 = [((1, 7), 150.0), ((4, 9), 150.0)]
+# the settings whose dip or fit was said to depend on the step (the audit)
+MNIST_HALVED = [((3, 5), "centred"), ((3, 5), "uncentred"), ((4, 9), "centred")]
+
+
+def mnist_jobs(first_seeds=(0,), n_seeds: int = 5, halved: bool = True) -> list:
+    """The stored MNIST runs: for each block of ``n_seeds`` seeds from each of
+    ``first_seeds``, the small (1e-6) and large (0.05) inits on the Fig 2 pairs
+    (to t = 10^4) and the Fig 6 pairs (to t = 150) in both centrings; with
+    ``halved``, the small init of the first block again at halved steps to
+    t = 150 on :data:`MNIST_HALVED` (the resolution check)."""
+    jobs = []
+    for first in first_seeds:
+        seeds = range(first, first + n_seeds)
+        inits = [("small", 1e-6, s) for s in seeds] + [
+            ("large", 0.05, s) for s in seeds
+        ]
+        for (pair, end), setting in itertools.product(
+            MNIST_FIG2 + MNIST_FIG6, ("centred", "uncentred")
+        ):
+            jobs.append(("resolved", pair, end, setting, inits))
+        if halved and first == first_seeds[0]:
+            for pair, setting in MNIST_HALVED:
+                jobs.append(("halved", pair, 150.0, setting, inits[:n_seeds]))
+    return jobs
+
+
 # ----------------------------------------------------------------- Fig 4, Thm 6.2
 
 
@@ -852,3 +1134,21 @@ def sgd_summary(
         min_bound=float(leaky.bound_eq20.min()),
         big_vs_small=float((big / small).max()),
     )
+
+
+def _main(argv=None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=mnist_store.__doc__)
+    parser.add_argument("--first-seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--no-halved", action="store_true")
+    args = parser.parse_args(argv)
+    # through the imported module: run as __main__, this file's functions would be
+    # named __main__.*, and the code key would differ from the pages' one
+    from twolayer.experiments import sarussi2021 as module
+
+    module.mnist_store(module.mnist_jobs(args.first_seeds, halved=not args.no_halved))
+
+
+if __name__ == "__main__":
+    _main()
