@@ -151,6 +151,26 @@ def server(site):
     httpd.server_close()
 
 
+BROWSERS = 2  # pages visited in parallel (one headless chromium each)
+
+
+def _chromium(profile: Path):
+    """A headless chromium under selenium, with its own profile folder."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in CHROME_ARGS:
+        opts.add_argument(arg)
+    opts.add_argument(f"--user-data-dir={profile}")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    drv.set_page_load_timeout(PAGE_TIMEOUT)
+    drv.set_script_timeout(PAGE_TIMEOUT)
+    return drv
+
+
 @pytest.fixture(scope="module")
 def driver(tmp_path_factory):
     missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
@@ -159,18 +179,7 @@ def driver(tmp_path_factory):
             f"chromium not installed ({', '.join(missing)} missing): "
             "apt-get install chromium chromium-driver (.ci/run does it)"
         )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in CHROME_ARGS:
-        opts.add_argument(arg)
-    opts.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
-    drv.set_page_load_timeout(PAGE_TIMEOUT)
-    drv.set_script_timeout(PAGE_TIMEOUT)
+    drv = _chromium(tmp_path_factory.mktemp("chromium-profile"))
     yield drv
     drv.quit()
 
@@ -230,23 +239,49 @@ requestAnimationFrame(() => requestAnimationFrame(() => done(true)));
 
 
 @pytest.fixture(scope="module")
-def visits(driver, server, site, paths) -> dict[str, Visit]:
-    """Visit every page once; screenshot the pages under ``book/``. The reader's
-    view (:data:`JS_READER`) is read on the same visit at each of :data:`WIDTHS`:
-    the window is narrowed on the loaded page (its images and typeset math do not
-    change with the width), so no page is loaded twice; screenshots of the
-    narrower widths in ``_build/screenshots/<width>/``."""
+def visits(driver, server, site, paths, tmp_path_factory) -> dict[str, Visit]:
+    """Visit every page once, :data:`BROWSERS` pages at a time; screenshot the
+    pages under ``book/``. The reader's view (:data:`JS_READER`) is read on the
+    same visit at each of :data:`WIDTHS`: the window is narrowed on the loaded page
+    (its images and typeset math do not change with the width), so no page is
+    loaded twice; screenshots of the narrower widths in
+    ``_build/screenshots/<width>/``."""
+    from concurrent.futures import ThreadPoolExecutor
+
     shots = paths.build / "screenshots"
     if shots.exists():
         shutil.rmtree(shots)
     shots.mkdir(parents=True)
     for width in WIDTHS[1:]:
         (shots / str(width)).mkdir()
+    pages = site_pages(site)
+    assert pages, f"no pages in {site}"
+    drivers = [driver] + [
+        _chromium(tmp_path_factory.mktemp("chromium-profile"))
+        for _ in range(min(BROWSERS, len(pages)) - 1)
+    ]
+    try:
+        with ThreadPoolExecutor(len(drivers)) as pool:
+            parts = pool.map(
+                lambda i: _visit_pages(
+                    drivers[i], server, pages[i :: len(drivers)], shots
+                ),
+                range(len(drivers)),
+            )
+            out = {page: visit for part in parts for page, visit in part.items()}
+    finally:
+        for extra in drivers[1:]:
+            extra.quit()
+    return {page: out[page] for page in pages}
+
+
+def _visit_pages(driver, server: str, pages: list[str], shots: Path) -> dict:
+    """:func:`visits`' work on one browser."""
     driver.set_window_size(WIDTHS[0], 900)
     driver.get_log("browser")  # start from an empty console
     out = {}
     try:
-        for page in site_pages(site):
+        for page in pages:
             ready, data, errors = _load(driver, server + page)
             if errors:  # a real error repeats; a fetch lost on a loaded host does not
                 ready, data, errors = _load(driver, server + page)
@@ -268,7 +303,6 @@ def visits(driver, server, site, paths) -> dict[str, Visit]:
                 driver.set_window_size(WIDTHS[0], 900)
     finally:
         driver.set_window_size(WIDTHS[0], 900)
-    assert out, f"no pages in {site}"
     return out
 
 
