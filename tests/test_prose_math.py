@@ -57,3 +57,27 @@ def test_no_page_glues_a_number_inside_its_maths():
     assert not found, (
         "glue role or {{parameter}} inside $...$ (move it out):\n" + "\n".join(found)
     )
+
+
+def control_characters(text: str) -> list[str]:
+    """Control characters other than newline and tab (a TeX ``\\bar`` written into
+    a notebook's JSON as ``\\b``ar becomes a backspace and ``ar``: MathJax then
+    fails on the formula)."""
+    return [repr(ch) for ch in text if ord(ch) < 32 and ch not in "\n\t"]
+
+
+def test_planted_control_character_is_found():
+    assert control_characters("its $\x08ar b$") == ["'\\x08'"]
+    assert control_characters("its $\\bar b$\n\tok") == []
+
+
+def test_no_markdown_cell_holds_a_control_character():
+    found = [
+        f"{nb.relative_to(BOOK)} cell {i}: {bad}"
+        for nb in sorted(BOOK.glob("*/*.ipynb"))
+        for i, text in markdown_cells(nb)
+        if (bad := control_characters(text))
+    ]
+    assert not found, "control character in markdown (a JSON escape?):\n" + "\n".join(
+        found
+    )
